@@ -1,0 +1,16 @@
+// Package skiplock installs skiplock, a PostgreSQL job queue whose semantics live in the
+// database.
+//
+// The queue is a jobs table plus PL/pgSQL functions: jobs_enqueue and jobs_enqueue_many
+// add jobs, jobs_claim leases ready jobs with FOR UPDATE SKIP LOCKED, and jobs_complete,
+// jobs_fail, jobs_heartbeat and jobs_snooze act on a leased job only while the caller
+// still holds it at the attempt it was given (the attempt number is a fencing token).
+// jobs_requeue_expired takes back jobs whose worker died. Because every rule is in SQL,
+// psql, Python or any other client gets the same queue as the Go driver
+// (package driver), which only calls these functions and runs worker loops.
+//
+// The function sources live one per file in sql/functions (a tern code package); the
+// append-only tern migrations in migrations/ install frozen snapshots of it. Migrate
+// applies them from Go, InstallSQL prints the same as a psql script, and the skiplock
+// command (cmd/skiplock) does both from a shell. docs/sql-api.md is the SQL reference.
+package skiplock

@@ -1,0 +1,41 @@
+-- jobs_heartbeat_many: the batch form of jobs_heartbeat; returns the ids still held.
+--
+-- Promises: for each (ids[i], attempts[i]) the fenced rule of jobs_heartbeat; the result
+--           lists the ids whose lease was extended. An id missing from the result is no
+--           longer the caller's.
+-- Locks:    the extended rows, in id order, until the caller's transaction ends.
+-- States:   none.
+-- Time:     now() (transaction start).
+-- Errors:   22023 as for jobs_complete_many, and when lease is NULL or <= 0.
+CREATE OR REPLACE FUNCTION jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval DEFAULT '5 minutes')
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM _jobs_check_fence_arrays('jobs_heartbeat_many', jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts);
+    IF jobs_heartbeat_many.lease IS NULL OR jobs_heartbeat_many.lease <= interval '0' THEN
+        PERFORM _jobs_invalid('jobs_heartbeat_many', 'lease', 'must be a positive interval');
+    END IF;
+
+    RETURN QUERY
+    WITH held AS (
+        SELECT j.id
+        FROM jobs j
+        JOIN unnest(jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts) AS t(id, attempt)
+          ON j.id = t.id AND j.attempts = t.attempt
+        WHERE j.state = 'running'
+        ORDER BY j.id
+        FOR UPDATE OF j
+    )
+    UPDATE jobs j
+    SET lease_expires_at = now() + jobs_heartbeat_many.lease
+    FROM held
+    WHERE j.id = held.id
+    RETURNING j.id;
+END;
+$$;
+
+COMMENT ON FUNCTION jobs_heartbeat_many(bigint[], integer[], interval) IS
+    'skiplock: jobs_heartbeat for many (id, attempt) pairs; returns the ids still held.';

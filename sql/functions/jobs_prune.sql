@@ -1,0 +1,54 @@
+-- jobs_prune: deletes finished jobs older than a retention period; returns how many.
+--
+-- Promises: deletes up to max_jobs jobs in done or cancelled (and dead, when include_dead)
+--           whose finished_at is before now() - older_than, oldest first. Never touches
+--           queued or running jobs. Call it repeatedly until it returns less than max_jobs
+--           to catch up on a large backlog in short transactions.
+-- Locks:    the deleted rows; skips rows locked by others (SKIP LOCKED).
+-- States:   removes done/cancelled/dead rows.
+-- Time:     now() (transaction start).
+-- Errors:   22023 when older_than is NULL or negative, include_dead is NULL, or max_jobs is
+--           NULL or < 1.
+CREATE OR REPLACE FUNCTION jobs_prune(
+    older_than   interval DEFAULT '7 days',
+    include_dead boolean  DEFAULT false,
+    max_jobs     integer  DEFAULT 10000
+)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_count integer;
+BEGIN
+    IF jobs_prune.older_than IS NULL OR jobs_prune.older_than < interval '0' THEN
+        PERFORM _jobs_invalid('jobs_prune', 'older_than', 'must be an interval >= 0');
+    END IF;
+    IF jobs_prune.include_dead IS NULL THEN
+        PERFORM _jobs_invalid('jobs_prune', 'include_dead', 'must not be NULL');
+    END IF;
+    IF jobs_prune.max_jobs IS NULL OR jobs_prune.max_jobs < 1 THEN
+        PERFORM _jobs_invalid('jobs_prune', 'max_jobs', 'must be at least 1');
+    END IF;
+
+    WITH doomed AS (
+        SELECT j.id
+        FROM jobs j
+        WHERE j.finished_at IS NOT NULL
+          AND j.finished_at < now() - jobs_prune.older_than
+          AND (j.state IN ('done', 'cancelled') OR (jobs_prune.include_dead AND j.state = 'dead'))
+        ORDER BY j.finished_at
+        LIMIT jobs_prune.max_jobs
+        FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM jobs j
+    USING doomed
+    WHERE j.id = doomed.id;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION jobs_prune(interval, boolean, integer) IS
+    'skiplock: deletes finished (done, cancelled; dead if include_dead) jobs older than older_than, at most max_jobs per call.';
