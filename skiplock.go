@@ -160,7 +160,11 @@ func InstallSQL(opts *InstallSQLOpts) (string, error) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "-- skiplock install script: migrations %d to %d (printed by `skiplock sql`).\n", opts.FromVersion+1, latest)
+	if opts.FromVersion == latest {
+		fmt.Fprintf(&b, "-- skiplock install script: version %d is the latest; nothing to apply (printed by `skiplock sql`).\n", latest)
+	} else {
+		fmt.Fprintf(&b, "-- skiplock install script: migrations %d to %d (printed by `skiplock sql`).\n", opts.FromVersion+1, latest)
+	}
 	b.WriteString("-- Run it as one transaction, e.g. psql -v ON_ERROR_STOP=1 -f install.sql\n")
 	b.WriteString("BEGIN;\n")
 	fmt.Fprintf(&b, "SELECT pg_advisory_xact_lock(%d) AS skiplock_migration_lock;\n", int64(migrationLockID))

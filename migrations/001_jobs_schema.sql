@@ -41,16 +41,18 @@ COMMENT ON TABLE jobs IS 'skiplock jobs: one row per job, in every state. Change
 -- cost the claim nothing. The column order matches jobs_claim's ORDER BY.
 CREATE INDEX jobs_ready_idx ON jobs (queue, priority, run_at, id) WHERE state = 'queued';
 
--- jobs_requeue_expired finds expired leases here without scanning the table.
-CREATE INDEX jobs_running_lease_idx ON jobs (lease_expires_at) WHERE state = 'running';
+-- jobs_requeue_expired finds expired leases here without scanning the table. The predicate
+-- is lease_expires_at IS NOT NULL (the same rows as state = 'running', by jobs_lease_valid)
+-- so that only a lease comparison can use it. With WHERE state = 'running' the fenced
+-- updates (WHERE id = ... AND state = 'running') could use it too, and do once ANALYZE has
+-- seen few running jobs among many finished ones: each complete, fail or heartbeat then
+-- walked every running job instead of one primary-key probe.
+CREATE INDEX jobs_running_lease_idx ON jobs (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
 
 -- At most one live (queued or running) job per queue and unique_key; jobs_enqueue relies
 -- on it through ON CONFLICT, so concurrent enqueues of the same key cannot both insert.
 CREATE UNIQUE INDEX jobs_unique_key_idx ON jobs (queue, unique_key)
     WHERE unique_key IS NOT NULL AND state IN ('queued', 'running');
-
--- jobs_prune deletes finished jobs oldest first.
-CREATE INDEX jobs_finished_idx ON jobs (finished_at) WHERE finished_at IS NOT NULL;
 
 -- A queue table churns: vacuum it early so dead tuples do not pile up in the ready index.
 ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,

@@ -12,6 +12,7 @@
 CREATE OR REPLACE FUNCTION jobs_complete_many(ids bigint[], attempts integer[])
 RETURNS SETOF bigint
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
@@ -19,21 +20,28 @@ BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_complete_many', jobs_complete_many.ids, jobs_complete_many.attempts);
 
     RETURN QUERY
+    -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which FOR UPDATE
+    -- keeps from being flattened into a join), in id order, so the cost follows the batch,
+    -- not the number of running jobs, whatever plan the statistics suggest.
     WITH held AS (
-        SELECT j.id
-        FROM jobs j
-        JOIN unnest(jobs_complete_many.ids, jobs_complete_many.attempts) AS t(id, attempt)
-          ON j.id = t.id AND j.attempts = t.attempt
-        WHERE j.state = 'running'
-        ORDER BY j.id
-        FOR UPDATE OF j
+        SELECT l.id
+        FROM (SELECT t.id, t.attempt
+              FROM unnest(jobs_complete_many.ids, jobs_complete_many.attempts) AS t(id, attempt)
+              ORDER BY t.id) AS t
+        CROSS JOIN LATERAL (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.id = t.id
+              AND j.attempts = t.attempt
+              AND j.state = 'running'
+            FOR UPDATE
+        ) AS l
     )
     UPDATE jobs j
     SET state = 'done',
         finished_at = now(),
         lease_expires_at = NULL
-    FROM held
-    WHERE j.id = held.id
+    WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
     RETURNING j.id;
 END;
 $$;

@@ -25,6 +25,7 @@ CREATE OR REPLACE FUNCTION jobs_enqueue(
 )
 RETURNS bigint
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column

@@ -14,6 +14,7 @@
 CREATE OR REPLACE FUNCTION jobs_fail(id bigint, attempt integer, error text, retry_at timestamptz DEFAULT NULL)
 RETURNS jobs_state
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column

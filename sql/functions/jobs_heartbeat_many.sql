@@ -10,6 +10,7 @@
 CREATE OR REPLACE FUNCTION jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval DEFAULT '5 minutes')
 RETURNS SETOF bigint
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
@@ -20,19 +21,26 @@ BEGIN
     END IF;
 
     RETURN QUERY
+    -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which FOR UPDATE
+    -- keeps from being flattened into a join), in id order, so the cost follows the batch,
+    -- not the number of running jobs, whatever plan the statistics suggest.
     WITH held AS (
-        SELECT j.id
-        FROM jobs j
-        JOIN unnest(jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts) AS t(id, attempt)
-          ON j.id = t.id AND j.attempts = t.attempt
-        WHERE j.state = 'running'
-        ORDER BY j.id
-        FOR UPDATE OF j
+        SELECT l.id
+        FROM (SELECT t.id, t.attempt
+              FROM unnest(jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts) AS t(id, attempt)
+              ORDER BY t.id) AS t
+        CROSS JOIN LATERAL (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.id = t.id
+              AND j.attempts = t.attempt
+              AND j.state = 'running'
+            FOR UPDATE
+        ) AS l
     )
     UPDATE jobs j
     SET lease_expires_at = now() + jobs_heartbeat_many.lease
-    FROM held
-    WHERE j.id = held.id
+    WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
     RETURNING j.id;
 END;
 $$;

@@ -1,9 +1,11 @@
 -- jobs_prune: deletes finished jobs older than a retention period; returns how many.
 --
 -- Promises: deletes up to max_jobs jobs in done or cancelled (and dead, when include_dead)
---           whose finished_at is before now() - older_than, oldest first. Never touches
+--           whose finished_at is before now() - older_than, lowest id first. Never touches
 --           queued or running jobs. Call it repeatedly until it returns less than max_jobs
 --           to catch up on a large backlog in short transactions.
+-- Cost:     walks the primary key from the oldest id. There is deliberately no index on
+--           finished_at: every completion would pay for it, and old ids are the old jobs.
 -- Locks:    the deleted rows; skips rows locked by others (SKIP LOCKED).
 -- States:   removes done/cancelled/dead rows.
 -- Time:     now() (transaction start).
@@ -16,6 +18,7 @@ CREATE OR REPLACE FUNCTION jobs_prune(
 )
 RETURNS integer
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
@@ -38,7 +41,7 @@ BEGIN
         WHERE j.finished_at IS NOT NULL
           AND j.finished_at < now() - jobs_prune.older_than
           AND (j.state IN ('done', 'cancelled') OR (jobs_prune.include_dead AND j.state = 'dead'))
-        ORDER BY j.finished_at
+        ORDER BY j.id
         LIMIT jobs_prune.max_jobs
         FOR UPDATE SKIP LOCKED
     )

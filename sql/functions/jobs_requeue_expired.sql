@@ -2,7 +2,8 @@
 --
 -- Promises: every running job with lease_expires_at < now() goes back to queued, ready at
 --           once, or to dead when its attempts have reached max_attempts. last_error says
---           the lease expired and who held it, and the errors history gets the same entry.
+--           the lease expired (when, in UTC, whatever the session's TimeZone) and who held
+--           it, and the errors history gets the same entry.
 --           The expired attempt stays counted, so the next claim gets a new fencing token
 --           and the old holder's complete/fail/heartbeat are refused. Safe to call from many
 --           sessions at once: rows another session is changing are skipped (SKIP LOCKED),
@@ -15,6 +16,7 @@
 CREATE OR REPLACE FUNCTION jobs_requeue_expired()
 RETURNS integer
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
@@ -35,15 +37,17 @@ BEGIN
             run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE now() END,
             finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
             last_error = format('lease expired at %s (held by %s, attempt %s)',
-                                j.lease_expires_at, j.lease_holder, j.attempts),
+                                to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                                j.lease_holder, j.attempts),
             errors = j.errors || jsonb_build_object(
                 'attempt', j.attempts, 'at', now(),
                 'error', format('lease expired at %s (held by %s, attempt %s)',
-                                j.lease_expires_at, j.lease_holder, j.attempts),
+                                to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                                j.lease_holder, j.attempts),
                 'worker', j.lease_holder),
             lease_expires_at = NULL
-        FROM expired
-        WHERE j.id = expired.id
+        -- Through jobs_pkey; a join with expired may be planned as a scan of the whole table.
+        WHERE j.id = ANY (ARRAY(SELECT expired.id FROM expired))
           AND j.state = 'running'
           AND j.lease_expires_at < now()
         RETURNING j.queue, j.state

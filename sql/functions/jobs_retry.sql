@@ -14,6 +14,7 @@
 CREATE OR REPLACE FUNCTION jobs_retry(id bigint)
 RETURNS boolean
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column

@@ -12,6 +12,7 @@ CREATE OR REPLACE FUNCTION jobs_stats()
 RETURNS SETOF jobs_queue_stats
 LANGUAGE plpgsql
 STABLE
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column

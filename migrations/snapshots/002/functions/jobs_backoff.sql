@@ -12,6 +12,7 @@ CREATE OR REPLACE FUNCTION jobs_backoff(attempt integer)
 RETURNS interval
 LANGUAGE plpgsql
 VOLATILE
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column

@@ -23,6 +23,7 @@ CREATE OR REPLACE FUNCTION jobs_claim(
 )
 RETURNS SETOF jobs_claimed
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
@@ -59,8 +60,9 @@ BEGIN
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
                 lease_expires_at = now() + jobs_claim.lease
-            FROM picked
-            WHERE j.id = picked.id
+            -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
+            -- with picked may be planned as a hash join over a scan of the whole table.
+            WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
                       j.lease_expires_at, j.created_at
         )
@@ -105,8 +107,9 @@ BEGIN
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
                 lease_expires_at = now() + jobs_claim.lease
-            FROM picked
-            WHERE j.id = picked.id
+            -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
+            -- with picked may be planned as a hash join over a scan of the whole table.
+            WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
                       j.lease_expires_at, j.created_at
         )

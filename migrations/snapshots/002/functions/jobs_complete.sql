@@ -12,6 +12,7 @@
 CREATE OR REPLACE FUNCTION jobs_complete(id bigint, attempt integer)
 RETURNS boolean
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column

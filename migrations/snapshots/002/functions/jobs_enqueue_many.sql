@@ -6,7 +6,7 @@
 --           unique_key) or has exactly as many elements as kinds. Row i of the result is the
 --           id for input i: a new job, or the live job that already holds its queue and
 --           unique_key (also when an earlier element of the same call took the key).
---           One NOTIFY on jobs_ready per distinct queue that got a job ready now.
+--           One NOTIFY on jobs_ready per distinct queue that got a new job ready now.
 --           All or nothing: a bad element raises and inserts no job of the call.
 -- Locks:    inserts rows; with unique_keys, may briefly wait on concurrent inserts of a key.
 -- States:   new jobs in queued.
@@ -25,6 +25,7 @@ CREATE OR REPLACE FUNCTION jobs_enqueue_many(
 )
 RETURNS SETOF bigint
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
@@ -39,6 +40,7 @@ DECLARE
     v_param        text;
     v_bad          record;
     v_ids          bigint[];
+    v_drawn        bigint[];
     v_inserted     bigint[];
     v_missing      record;
     v_id           bigint;
@@ -129,6 +131,7 @@ BEGIN
         -- Ids are drawn up front so that each input keeps its id whether or not its insert
         -- was skipped by ON CONFLICT; skipped inputs then get the id of the key's live job.
         v_ids := ARRAY(SELECT nextval('jobs_id_seq') FROM generate_series(1, v_n));
+        v_drawn := v_ids;
 
         WITH inserted AS (
             INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key)
@@ -177,10 +180,14 @@ BEGIN
         RETURN QUERY SELECT t.id FROM unnest(v_ids) WITH ORDINALITY AS t(id, ord) ORDER BY t.ord;
     END IF;
 
+    -- Wake workers only for jobs this call inserted: an input that got an existing job's id
+    -- (v_ids[i] no longer the id drawn for it) added nothing to claim. Without unique_keys
+    -- both arrays are NULL and every input counts.
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM (SELECT DISTINCT t.queue
-          FROM unnest(v_queues, v_run_ats) AS t(queue, run_at)
-          WHERE t.run_at <= now()) AS q;
+          FROM unnest(v_queues, v_run_ats, v_ids, v_drawn) AS t(queue, run_at, id, drawn)
+          WHERE t.run_at <= now()
+            AND t.id IS NOT DISTINCT FROM t.drawn) AS q;
 END;
 $$;
 

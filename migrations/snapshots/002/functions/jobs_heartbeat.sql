@@ -11,6 +11,7 @@
 CREATE OR REPLACE FUNCTION jobs_heartbeat(id bigint, attempt integer, lease interval DEFAULT '5 minutes')
 RETURNS boolean
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column

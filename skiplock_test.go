@@ -1,0 +1,588 @@
+package skiplock_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/skiplock/skiplock"
+	"github.com/skiplock/skiplock/tests/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// latestVersion is the number of migrations, the version a full migration reaches.
+func latestVersion(t *testing.T) int32 {
+	t.Helper()
+	names, err := fs.Glob(skiplock.Migrations(), "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) == 0 {
+		t.Fatal("no migrations embedded")
+	}
+	return int32(len(names))
+}
+
+// testBundle is one test's empty database (no skiplock installed) and a connection to it.
+type testBundle struct {
+	url  string
+	conn *pgx.Conn
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	url := pgtest.NewEmptyDatabase(t)
+	return &testBundle{url: url, conn: pgtest.NewConn(t, url)}
+}
+
+func queryOne[T any](t *testing.T, conn *pgx.Conn, sql string, args ...any) T {
+	t.Helper()
+	var v T
+	if err := conn.QueryRow(t.Context(), sql, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+func mustExec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := conn.Exec(t.Context(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func migrate(t *testing.T, conn *pgx.Conn, opts *skiplock.MigrateOpts) {
+	t.Helper()
+	if err := skiplock.Migrate(t.Context(), conn, opts); err != nil {
+		t.Fatalf("Migrate(%+v): %v", opts, err)
+	}
+}
+
+// schemaDigest describes every object skiplock owns in schema: relations with their columns,
+// indexes and constraints, types, and functions with their source and settings. Two
+// installs with the same digest are the same install.
+func schemaDigest(t *testing.T, conn *pgx.Conn, schema string) string {
+	t.Helper()
+	return queryOne[string](t, conn, `
+		SELECT coalesce(string_agg(d, E'\n' ORDER BY d), '')
+		FROM (
+		    SELECT format('rel %s %s %s %s', c.relname, c.relkind, pg_get_indexdef(c.oid),
+		                  (SELECT string_agg(format('%s:%s', a.attname, format_type(a.atttypid, a.atttypmod)), ',' ORDER BY a.attnum)
+		                   FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped))
+		    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		    WHERE n.nspname = $1
+		    UNION ALL
+		    SELECT format('con %s %s', con.conname, pg_get_constraintdef(con.oid))
+		    FROM pg_constraint con JOIN pg_namespace n ON n.oid = con.connamespace
+		    WHERE n.nspname = $1
+		    UNION ALL
+		    SELECT format('type %s %s', ty.typname, ty.typtype)
+		    FROM pg_type ty JOIN pg_namespace n ON n.oid = ty.typnamespace
+		    WHERE n.nspname = $1
+		    UNION ALL
+		    SELECT format('func %s %s %s %s %s', p.oid::regprocedure, md5(p.prosrc), p.prosecdef, p.proconfig, p.proacl)
+		    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		    WHERE n.nspname = $1
+		) AS objects(d)`, schema)
+}
+
+// skiplockObjects counts the relations and functions named jobs* or _jobs* in schema.
+func skiplockObjects(t *testing.T, conn *pgx.Conn, schema string) (relations, functions int64) {
+	t.Helper()
+	relations = queryOne[int64](t, conn, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname LIKE 'jobs%'`, schema)
+	functions = queryOne[int64](t, conn, `SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = $1 AND (p.proname LIKE 'jobs%' OR p.proname LIKE '\_jobs%')`, schema)
+	return relations, functions
+}
+
+func installedVersion(t *testing.T, conn *pgx.Conn, schema string) int32 {
+	t.Helper()
+	return queryOne[int32](t, conn, "SELECT version FROM "+pgx.Identifier{schema, skiplock.VersionTable}.Sanitize())
+}
+
+// connectWithSearchPath opens a session whose search_path is path (set at connection start,
+// so nothing in the session can have changed it).
+func connectWithSearchPath(t *testing.T, url, path string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["search_path"] = path
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+
+	t.Run("IsIdempotent", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		migrate(t, b.conn, nil)
+		if v := installedVersion(t, b.conn, "public"); v != latestVersion(t) {
+			t.Fatalf("installed version %d, want %d", v, latestVersion(t))
+		}
+		first := schemaDigest(t, b.conn, "public")
+		mustExec(t, b.conn, "SELECT jobs_enqueue('survivor')")
+		mustExec(t, b.conn, "UPDATE jobs_settings SET backoff_base = '7 seconds'")
+
+		migrate(t, b.conn, nil)
+		migrate(t, b.conn, &skiplock.MigrateOpts{Schema: "public"})
+		if v := installedVersion(t, b.conn, "public"); v != latestVersion(t) {
+			t.Fatalf("installed version %d after migrating again, want %d", v, latestVersion(t))
+		}
+		if again := schemaDigest(t, b.conn, "public"); again != first {
+			t.Fatalf("migrating again changed the schema:\n%s", lineDiff(first, again))
+		}
+		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs WHERE kind = 'survivor'"); n != 1 {
+			t.Fatal("migrating again lost a job")
+		}
+		if base := queryOne[string](t, b.conn, "SELECT backoff_base::text FROM jobs_settings"); base != "00:00:07" {
+			t.Fatalf("migrating again reset jobs_settings.backoff_base to %s", base)
+		}
+	})
+
+	t.Run("IntoNamedSchemaWorksFromAnySearchPath", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		const schema = "queue_stuff"
+		migrate(t, b.conn, &skiplock.MigrateOpts{Schema: schema})
+		migrate(t, b.conn, &skiplock.MigrateOpts{Schema: schema}) // idempotent here too
+
+		if rels, funcs := skiplockObjects(t, b.conn, schema); rels < 3 || funcs < 10 {
+			t.Fatalf("schema %s holds %d jobs relations and %d functions, want the whole install", schema, rels, funcs)
+		}
+		for _, table := range []string{"jobs", "jobs_settings", skiplock.VersionTable} {
+			if !queryOne[bool](t, b.conn, "SELECT to_regclass($1) IS NOT NULL", schema+"."+table) {
+				t.Fatalf("%s.%s does not exist", schema, table)
+			}
+		}
+		if rels, funcs := skiplockObjects(t, b.conn, "public"); rels != 0 || funcs != 0 {
+			t.Fatalf("public got %d jobs relations and %d functions, want none", rels, funcs)
+		}
+		if v := installedVersion(t, b.conn, schema); v != latestVersion(t) {
+			t.Fatalf("installed version %d, want %d", v, latestVersion(t))
+		}
+		// The caller's connection keeps its own search_path.
+		if path := queryOne[string](t, b.conn, "SHOW search_path"); strings.Contains(path, schema) {
+			t.Fatalf("Migrate changed the caller's search_path to %s", path)
+		}
+
+		// A decoy jobs table on the caller's path must not stand in for the real one.
+		mustExec(t, b.conn, "CREATE SCHEMA elsewhere")
+		mustExec(t, b.conn, "CREATE TABLE elsewhere.jobs (id bigint, state text)")
+		for _, path := range []string{"elsewhere", "public", `""`, "does_not_exist"} {
+			conn := connectWithSearchPath(t, b.url, path)
+			q := func(fn string) string { return pgx.Identifier{schema}.Sanitize() + "." + fn }
+			id := queryOne[int64](t, conn, "SELECT "+q("jobs_enqueue")+"('k', queue => 'named')")
+			var claimed int64
+			var attempt int32
+			if err := conn.QueryRow(t.Context(), "SELECT id, attempt FROM "+q("jobs_claim")+"('w', 1, ARRAY['named'])").
+				Scan(&claimed, &attempt); err != nil {
+				t.Fatalf("search_path %s: jobs_claim: %v", path, err)
+			}
+			if claimed != id {
+				t.Fatalf("search_path %s: claimed %d, want %d", path, claimed, id)
+			}
+			if !queryOne[bool](t, conn, "SELECT "+q("jobs_complete")+"($1, $2)", id, attempt) {
+				t.Fatalf("search_path %s: jobs_complete returned false", path)
+			}
+			if n := queryOne[int64](t, conn, "SELECT jobs FROM "+q("jobs_stats")+"() WHERE queue = 'named' AND state = 'done'"); n < 1 {
+				t.Fatalf("search_path %s: jobs_stats counted %d done jobs", path, n)
+			}
+		}
+		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM "+pgx.Identifier{schema, "jobs"}.Sanitize()+" WHERE state = 'done'"); n != 4 {
+			t.Fatalf("%s.jobs has %d done jobs, want 4", schema, n)
+		}
+		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM elsewhere.jobs"); n != 0 {
+			t.Fatalf("the decoy table got %d rows", n)
+		}
+	})
+
+	t.Run("ConcurrentOnFreshDatabase", func(t *testing.T) {
+		t.Parallel()
+		for _, schema := range []string{"", "concurrent_schema"} {
+			b := setup(t)
+			conns := make([]*pgx.Conn, 4)
+			for i := range conns {
+				conns[i] = pgtest.NewConn(t, b.url)
+			}
+			errs := make([]error, len(conns))
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i, conn := range conns {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					errs[i] = skiplock.Migrate(t.Context(), conn, &skiplock.MigrateOpts{Schema: schema})
+				}()
+			}
+			close(start)
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("schema %q: Migrate %d of %d failed: %v", schema, i+1, len(conns), err)
+				}
+			}
+			target := schema
+			if target == "" {
+				target = "public"
+			}
+			if v := installedVersion(t, b.conn, target); v != latestVersion(t) {
+				t.Fatalf("schema %q: installed version %d, want %d", schema, v, latestVersion(t))
+			}
+			if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM "+pgx.Identifier{target, skiplock.VersionTable}.Sanitize()); n != 1 {
+				t.Fatalf("schema %q: version table has %d rows", schema, n)
+			}
+			// And the install works.
+			id := queryOne[int64](t, b.conn, "SELECT "+pgx.Identifier{target, "jobs_enqueue"}.Sanitize()+"('k')")
+			if id < 1 {
+				t.Fatalf("schema %q: jobs_enqueue returned %d", schema, id)
+			}
+		}
+	})
+
+	t.Run("NegativeTargetVersionIsRefused", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		err := skiplock.Migrate(t.Context(), b.conn, &skiplock.MigrateOpts{TargetVersion: -1})
+		if err == nil || !strings.Contains(err.Error(), "TargetVersion") {
+			t.Fatalf("Migrate with TargetVersion -1 = %v, want an error naming TargetVersion", err)
+		}
+	})
+}
+
+// pgTool finds a PostgreSQL client program: in PGBIN, in the newest
+// /usr/lib/postgresql/<major>/bin (Debian's layout), or on PATH. It skips the test when
+// there is none: without local binaries the tests run against DATABASE_URL only.
+func pgTool(t *testing.T, name string) string {
+	t.Helper()
+	if dir := os.Getenv("PGBIN"); dir != "" {
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return majorOf(dirs[i]) > majorOf(dirs[j]) })
+	for _, dir := range dirs {
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	t.Skipf("%s not found in PGBIN, /usr/lib/postgresql/*/bin or PATH: install PostgreSQL's client programs", name)
+	return ""
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+func majorOf(binDir string) int {
+	n, _ := strconv.Atoi(strings.SplitN(filepath.Base(filepath.Dir(binDir)), ".", 2)[0])
+	return n
+}
+
+// pgEnv is the environment for psql and pg_dump: ours, less PG* variables that could point
+// them elsewhere or change their output.
+func pgEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// runPsql runs script through psql -v ON_ERROR_STOP=1 -f, as a user of `skiplock sql`
+// would, and returns psql's output and error.
+func runPsql(t *testing.T, url, script string) (string, error) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "install.sql")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), pgTool(t, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-f", file)
+	cmd.Env = pgEnv()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func mustPsql(t *testing.T, url, script string) {
+	t.Helper()
+	if out, err := runPsql(t, url, script); err != nil {
+		t.Fatalf("psql -v ON_ERROR_STOP=1 -f install.sql: %v\n%s", err, out)
+	}
+}
+
+func installSQL(t *testing.T, opts *skiplock.InstallSQLOpts) string {
+	t.Helper()
+	script, err := skiplock.InstallSQL(opts)
+	if err != nil {
+		t.Fatalf("InstallSQL(%+v): %v", opts, err)
+	}
+	return script
+}
+
+// dumpSchema is pg_dump --schema-only --no-owner of the database, without comment lines and
+// blank lines (the only lines that may differ between two equal schemas).
+func dumpSchema(t *testing.T, url string) string {
+	t.Helper()
+	pgDump := pgTool(t, "pg_dump")
+	args := []string{"--schema-only", "--no-owner"}
+	// pg_dump from 17.6, 16.10, 15.14, 14.19 and 13.22 wraps its output in \restrict KEY ...
+	// \unrestrict KEY with a random key unless one is given.
+	if help, err := exec.Command(pgDump, "--help").Output(); err == nil && bytes.Contains(help, []byte("--restrict-key")) {
+		args = append(args, "--restrict-key=skiplocktest")
+	}
+	cmd := exec.CommandContext(t.Context(), pgDump, append(args, "-d", url)...)
+	cmd.Env = pgEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, stderr.String())
+	}
+	var kept []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if trimmed := strings.TrimSpace(line); trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	return strings.Join(kept, "\n")
+}
+
+// lineDiff shows the lines only in a (-) and only in b (+), for a readable failure.
+func lineDiff(a, b string) string {
+	count := func(s string) map[string]int {
+		m := map[string]int{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l]++
+		}
+		return m
+	}
+	ca, cb := count(a), count(b)
+	var out []string
+	for _, l := range strings.Split(a, "\n") {
+		if cb[l] < ca[l] {
+			out = append(out, "- "+l)
+			ca[l]--
+		}
+	}
+	ca = count(a)
+	for _, l := range strings.Split(b, "\n") {
+		if ca[l] < cb[l] {
+			out = append(out, "+ "+l)
+			cb[l]--
+		}
+	}
+	if len(out) == 0 {
+		return "(same lines, in another order)"
+	}
+	if len(out) > 60 {
+		out = append(out[:60], fmt.Sprintf("... and %d more lines", len(out)-60))
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestInstallSQL(t *testing.T) {
+	t.Parallel()
+
+	for _, schema := range []string{"", "named_schema"} {
+		name := "PsqlInstallMatchesMigrate"
+		if schema != "" {
+			name += "IntoNamedSchema"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a, b := setup(t), setup(t)
+			mustPsql(t, a.url, installSQL(t, &skiplock.InstallSQLOpts{Schema: schema}))
+			migrate(t, b.conn, &skiplock.MigrateOpts{Schema: schema})
+
+			dumpA, dumpB := dumpSchema(t, a.url), dumpSchema(t, b.url)
+			if !strings.Contains(dumpB, "jobs_claim") {
+				t.Fatalf("the dump of the migrated database has no jobs_claim:\n%s", dumpB)
+			}
+			if dumpA != dumpB {
+				t.Fatalf("pg_dump of the psql install (-) differs from that of Migrate (+):\n%s", lineDiff(dumpA, dumpB))
+			}
+			target := schema
+			if target == "" {
+				target = "public"
+			}
+			if v := installedVersion(t, a.conn, target); v != latestVersion(t) {
+				t.Fatalf("psql install recorded version %d, want %d", v, latestVersion(t))
+			}
+		})
+	}
+
+	t.Run("FromLatestIsNoop", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		migrate(t, b.conn, nil)
+		mustExec(t, b.conn, "SELECT jobs_enqueue('survivor')")
+		before := dumpSchema(t, b.url)
+
+		script := installSQL(t, &skiplock.InstallSQLOpts{FromVersion: latestVersion(t)})
+		if strings.Contains(script, "-- migration ") {
+			t.Fatalf("the script from the latest version applies migrations:\n%s", script)
+		}
+		mustPsql(t, b.url, script)
+		mustPsql(t, b.url, script)
+		if after := dumpSchema(t, b.url); after != before {
+			t.Fatalf("the no-op script changed the schema:\n%s", lineDiff(before, after))
+		}
+		if v := installedVersion(t, b.conn, "public"); v != latestVersion(t) {
+			t.Fatalf("version %d after the no-op script, want %d", v, latestVersion(t))
+		}
+		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs"); n != 1 {
+			t.Fatalf("%d jobs after the no-op script, want 1", n)
+		}
+	})
+
+	t.Run("RefusesDatabaseAtAnotherVersion", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// A script that upgrades from the latest version must not run on an empty database.
+		out, err := runPsql(t, b.url, installSQL(t, &skiplock.InstallSQLOpts{FromVersion: latestVersion(t)}))
+		if err == nil {
+			t.Fatalf("the script for version %d ran on an empty database:\n%s", latestVersion(t), out)
+		}
+		if !strings.Contains(out, "skiplock sql --from") {
+			t.Fatalf("psql failed without the hint to print the right script:\n%s", out)
+		}
+		if queryOne[bool](t, b.conn, "SELECT to_regclass('jobs') IS NOT NULL") {
+			t.Fatal("the refused script left a jobs table behind")
+		}
+	})
+
+	t.Run("MigrateContinuesFromPsqlInstall", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mustPsql(t, b.url, installSQL(t, nil))
+		before := schemaDigest(t, b.conn, "public")
+		migrate(t, b.conn, nil)
+		if after := schemaDigest(t, b.conn, "public"); after != before {
+			t.Fatalf("Migrate after a psql install changed the schema:\n%s", lineDiff(before, after))
+		}
+	})
+
+	t.Run("FromVersionOutOfRangeIsRefused", func(t *testing.T) {
+		t.Parallel()
+		for _, v := range []int32{-1, latestVersion(t) + 1} {
+			if _, err := skiplock.InstallSQL(&skiplock.InstallSQLOpts{FromVersion: v}); err == nil ||
+				!strings.Contains(err.Error(), "FromVersion") {
+				t.Fatalf("InstallSQL(FromVersion: %d) = %v, want an error naming FromVersion", v, err)
+			}
+		}
+	})
+}
+
+// TestNewestSnapshotMatchesSQL: migrations install frozen snapshots of sql/, so an edit to
+// sql/ reaches no database until it is snapshotted. This fails until it is.
+func TestNewestSnapshotMatchesSQL(t *testing.T) {
+	t.Parallel()
+
+	migrations := skiplock.Migrations()
+	entries, err := fs.ReadDir(migrations, "snapshots")
+	if err != nil {
+		t.Fatalf("failed to list migrations/snapshots: %v", err)
+	}
+	newest := -1
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && n > newest {
+			newest = n
+		}
+	}
+	if newest < 0 {
+		t.Fatal("migrations/snapshots holds no numbered snapshot")
+	}
+	snapshotDir := fmt.Sprintf("snapshots/%03d", newest)
+	snapshot, err := fs.Sub(migrations, snapshotDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sqlFiles, snapFiles := readTree(t, skiplock.CodePackage()), readTree(t, snapshot)
+	var problems []string
+	for _, name := range sortedKeys(sqlFiles) {
+		snap, ok := snapFiles[name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("sql/%s is not in migrations/%s", name, snapshotDir))
+		case !bytes.Equal(snap, sqlFiles[name]):
+			problems = append(problems, fmt.Sprintf("sql/%s differs from migrations/%s/%s", name, snapshotDir, name))
+		}
+	}
+	for _, name := range sortedKeys(snapFiles) {
+		if _, ok := sqlFiles[name]; !ok {
+			problems = append(problems, fmt.Sprintf("migrations/%s/%s is no longer in sql/", snapshotDir, name))
+		}
+	}
+	if len(problems) > 0 {
+		next, err := fs.Glob(migrations, "*.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Fatalf("sql/ has changed since its newest snapshot, so no migration installs the change:\n  %s\n"+
+			"Freeze sql/ into a new snapshot and the migration that installs it with:\n\n"+
+			"    scripts/snapshot-sql %03d\n\n(the next free migration number; see CONTRIBUTING.md, \"Changing the SQL\").",
+			strings.Join(problems, "\n  "), len(next)+1)
+	}
+}
+
+// readTree reads every file of fsys into a map keyed by slash-separated path.
+func readTree(t *testing.T, fsys fs.FS) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, path)
+		files[path] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal(errors.New("empty tree"))
+	}
+	return files
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

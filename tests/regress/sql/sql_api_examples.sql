@@ -1,0 +1,226 @@
+-- The examples of docs/sql-api.md, replayed in order as one psql session. Runs in a fresh
+-- database, so job ids start at 1 and match the ids the doc shows.
+--
+-- Keep the two in step: when an example changes in the doc, change it here and re-accept.
+-- Most statements are the doc's own. Where the doc shows output that differs between runs
+-- (timestamps, intervals, jitter), this file prints booleans or stable columns instead;
+-- each such place has a "doc:" comment quoting the statement the doc shows. A line
+-- "-- ex: NAME" starts each block the doc shows, up to the next "-- ex:" or "-- ##" line.
+\set VERBOSITY terse
+
+-- ## Overview: NOTIFY channel jobs_ready (kept for the whole session)
+-- ex: listen
+LISTEN jobs_ready;
+
+-- ## Overview: settings
+-- ex: settings
+SELECT * FROM jobs_settings;
+UPDATE jobs_settings SET backoff_jitter = 0.5;
+
+-- ## Overview: errors
+-- ex: errors
+SELECT * FROM jobs_claim(worker => 'worker-1', max_jobs => 0);
+DO $$
+DECLARE
+    v_sqlstate text;
+    v_column   text;
+    v_message  text;
+BEGIN
+    PERFORM jobs_claim(worker => 'worker-1', max_jobs => 0);
+EXCEPTION WHEN invalid_parameter_value THEN
+    GET STACKED DIAGNOSTICS v_sqlstate = RETURNED_SQLSTATE,
+                            v_column   = COLUMN_NAME,
+                            v_message  = MESSAGE_TEXT;
+    RAISE NOTICE 'sqlstate=% column=% message=%', v_sqlstate, v_column, v_message;
+END;
+$$;
+
+-- ## jobs_enqueue
+-- ex: enqueue
+SELECT jobs_enqueue(kind => 'email', payload => '{"to":"a@example.com"}', queue => 'mail');
+SELECT jobs_enqueue('cleanup');
+SELECT jobs_enqueue(kind => 'email', payload => '{"to":"vip@example.com"}', queue => 'mail', priority => -10);
+SELECT jobs_enqueue(kind => 'report', queue => 'reports', run_at => now() + interval '1 hour');
+SELECT jobs_enqueue(kind => 'webhook', payload => '{"url":"https://example.com/hook"}', queue => 'hooks',
+                    max_attempts => 2);
+-- ex: enqueue-unique
+SELECT jobs_enqueue(kind => 'sync', payload => '{"account":42}', unique_key => 'sync:42');
+SELECT jobs_enqueue(kind => 'sync', payload => '{"account":42}', unique_key => 'sync:42');
+-- ex: enqueue-rows
+SELECT id, queue, kind, payload, state, priority, max_attempts, unique_key, run_at > now() AS later
+FROM jobs ORDER BY id;
+-- ex: enqueue-error
+SELECT jobs_enqueue(kind => 'email', max_attempts => 0);
+
+-- ## jobs_enqueue_many
+-- ex: enqueue-many
+SELECT * FROM jobs_enqueue_many(
+    kinds    => ARRAY['resize', 'resize', 'resize'],
+    payloads => ARRAY['{"image":1}', '{"image":2}', '{"image":3}']::jsonb[],
+    queues   => ARRAY['images', 'images', 'images']);
+-- ex: enqueue-many-unique
+SELECT * FROM jobs_enqueue_many(
+    ARRAY['sync', 'sync', 'sync'],
+    payloads    => ARRAY['{"account":42}', '{"account":43}', '{"account":43}']::jsonb[],
+    unique_keys => ARRAY['sync:42', 'sync:43', 'sync:43']);
+-- ex: enqueue-many-error
+SELECT * FROM jobs_enqueue_many(ARRAY['resize', NULL]);
+SELECT * FROM jobs_enqueue_many(ARRAY['resize', 'resize'], queues => ARRAY['images']);
+
+-- ## jobs_claim
+-- ex: claim
+-- doc: SELECT * FROM jobs_claim('worker-1');
+SELECT id, queue, kind, payload, attempt, max_attempts, priority, run_at <= now() AS due,
+       lease_expires_at = now() + interval '5 minutes' AS five_minute_lease, created_at <= now() AS created
+FROM jobs_claim('worker-1');
+-- ex: claim-named
+SELECT id, kind, payload, attempt
+FROM jobs_claim(worker => 'worker-1', max_jobs => 2, queues => ARRAY['images'], lease => interval '30 seconds');
+-- ex: claim-none
+SELECT * FROM jobs_claim('worker-2', queues => ARRAY['reports']);
+SELECT id, state, attempts, lease_holder FROM jobs WHERE state = 'running' ORDER BY id;
+-- ex: claim-error
+SELECT * FROM jobs_claim('worker-1', queues => ARRAY[]::text[]);
+
+-- ## jobs_complete
+-- ex: complete
+SELECT jobs_complete(id => 3, attempt => 1);
+SELECT jobs_complete(3, 1);
+SELECT state, lease_holder, lease_expires_at, finished_at IS NOT NULL AS finished FROM jobs WHERE id = 3;
+-- ex: complete-error
+SELECT jobs_complete(3, NULL);
+
+-- ## jobs_complete_many
+-- ex: complete-many
+SELECT * FROM jobs_complete_many(ARRAY[8, 9, 3], ARRAY[1, 1, 1]) ORDER BY 1;
+-- ex: complete-many-error
+SELECT * FROM jobs_complete_many(ARRAY[8, 9], ARRAY[1]);
+
+-- ## jobs_fail
+-- ex: fail
+SELECT id, attempt FROM jobs_claim('worker-1', queues => ARRAY['hooks']);
+SELECT jobs_fail(5, 1, 'HTTP 503 Service Unavailable', retry_at => now());
+SELECT jobs_fail(5, 1, 'a late report from attempt 1') IS NULL AS not_held;
+SELECT id, attempt FROM jobs_claim('worker-2', queues => ARRAY['hooks']);
+SELECT jobs_fail(id => 5, attempt => 2, error => 'HTTP 503 Service Unavailable');
+-- ex: fail-dead
+SELECT state, attempts, max_attempts, last_error, finished_at IS NOT NULL AS finished FROM jobs WHERE id = 5;
+SELECT e->>'attempt' AS attempt, e->>'worker' AS worker, e->>'error' AS error
+FROM jobs, jsonb_array_elements(errors) AS e
+WHERE id = 5;
+-- ex: fail-backoff
+SELECT id, attempt FROM jobs_claim('worker-1', queues => ARRAY['mail']);
+BEGIN;
+SELECT jobs_fail(1, 1, 'SMTP 421: try again later');
+-- doc: SELECT run_at - now() AS retry_in FROM jobs WHERE id = 1;
+SELECT run_at - now() BETWEEN interval '0.75 seconds' AND interval '1.25 seconds' AS retry_in_1s_25pct
+FROM jobs WHERE id = 1;
+COMMIT;
+-- ex: fail-error
+SELECT jobs_fail(1, 1, NULL);
+
+-- ## jobs_backoff
+-- ex: backoff
+SELECT jobs_backoff(5) BETWEEN interval '12 seconds' AND interval '20 seconds' AS within_jitter;
+-- ex: backoff-settings
+UPDATE jobs_settings SET backoff_jitter = 0;
+SELECT attempt, jobs_backoff(attempt) FROM unnest(ARRAY[1, 2, 3, 5, 10, 12, 13, 100]) AS attempt;
+UPDATE jobs_settings SET backoff_base = '10 seconds', backoff_cap = '10 minutes';
+SELECT attempt, jobs_backoff(attempt) FROM generate_series(1, 8) AS attempt;
+UPDATE jobs_settings SET backoff_base = DEFAULT, backoff_cap = DEFAULT, backoff_jitter = DEFAULT;
+SELECT * FROM jobs_settings;
+-- ex: backoff-error
+SELECT jobs_backoff(0);
+
+-- ## jobs_heartbeat
+-- ex: heartbeat
+SELECT id, attempt FROM jobs_claim('worker-1', queues => ARRAY['default'], lease => interval '1 minute');
+SELECT jobs_heartbeat(2, 1);
+SELECT jobs_heartbeat(id => 2, attempt => 1, lease => interval '10 minutes');
+SELECT jobs_heartbeat(2, 7);
+-- ex: heartbeat-error
+SELECT jobs_heartbeat(2, 1, interval '0');
+
+-- ## jobs_heartbeat_many
+-- ex: heartbeat-many
+SELECT id, attempt FROM jobs_claim('worker-1', max_jobs => 2, queues => ARRAY['default']);
+SELECT * FROM jobs_heartbeat_many(ARRAY[2, 6, 12, 3], ARRAY[1, 1, 1, 1]) ORDER BY 1;
+SELECT * FROM jobs_heartbeat_many(ids => ARRAY[2, 6], attempts => ARRAY[1, 1], lease => interval '2 minutes') ORDER BY 1;
+-- ex: heartbeat-many-error
+SELECT * FROM jobs_heartbeat_many(ARRAY[2, NULL], ARRAY[1, 1]);
+
+-- ## jobs_snooze
+-- ex: snooze
+SELECT jobs_snooze(6, 1, now() + interval '10 minutes');
+SELECT state, attempts, max_attempts, run_at > now() AS later, lease_expires_at FROM jobs WHERE id = 6;
+SELECT jobs_snooze(id => 6, attempt => 1, run_at => now());
+-- ex: snooze-error
+SELECT jobs_snooze(6, 1, NULL);
+
+-- ## jobs_requeue_expired
+-- ex: requeue-expired
+SELECT id, attempt FROM jobs_claim('worker-3', queues => ARRAY['images'], lease => interval '10 milliseconds');
+SELECT pg_sleep(0.1);
+SELECT jobs_requeue_expired();
+-- doc: SELECT state, attempts, lease_holder, last_error FROM jobs WHERE id = 10;
+SELECT state, attempts, lease_holder,
+       last_error LIKE 'lease expired at % (held by worker-3, attempt 1)' AS last_error_says_expired
+FROM jobs WHERE id = 10;
+-- ex: requeue-expired-fencing
+SELECT jobs_complete(10, 1);
+SELECT id, attempt FROM jobs_claim('worker-1', queues => ARRAY['images']);
+SELECT jobs_complete(10, 1);
+SELECT jobs_complete(10, 2);
+SELECT jobs_requeue_expired();
+
+-- ## jobs_cancel
+-- ex: cancel
+SELECT jobs_cancel(1);
+SELECT jobs_cancel(12);
+SELECT jobs_heartbeat(12, 1) AS heartbeat, jobs_complete(12, 1) AS complete, jobs_fail(12, 1, 'too late') AS fail;
+SELECT jobs_cancel(id => 12);
+SELECT id, state, finished_at IS NOT NULL AS finished FROM jobs WHERE id IN (1, 12) ORDER BY id;
+-- ex: cancel-worker
+SELECT jobs_cancel(2, 1, 'nothing to clean up: the directory is gone');
+SELECT state, attempts, last_error, jsonb_array_length(errors) AS errors FROM jobs WHERE id = 2;
+SELECT jobs_cancel(id => 2, attempt => 1, error => 'nothing to clean up: the directory is gone');
+-- ex: cancel-error
+SELECT jobs_cancel(NULL);
+SELECT jobs_cancel(2, 1, NULL);
+
+-- ## jobs_retry
+-- ex: retry
+SELECT jobs_retry(5);
+SELECT state, attempts, max_attempts, last_error, finished_at FROM jobs WHERE id = 5;
+SELECT jobs_retry(id => 1);
+SELECT jobs_retry(3);
+-- ex: retry-unique
+SELECT jobs_enqueue(kind => 'sync', payload => '{"account":43}', unique_key => 'sync:43');
+SELECT jobs_retry(12);
+
+-- ## jobs_stats
+-- ex: stats
+-- doc: SELECT * FROM jobs_stats();
+SELECT queue, state, jobs, oldest_ready_age > interval '0' AS has_due_job FROM jobs_stats();
+-- ex: stats-alert
+SELECT queue, jobs AS depth, oldest_ready_age > interval '5 minutes' AS backlog_alert
+FROM jobs_stats() WHERE state = 'queued';
+
+-- ## jobs_get
+-- ex: get
+-- doc: SELECT * FROM jobs_get(5);
+SELECT state, attempts, max_attempts, run_at <= now() AS due, last_error, created_at <= now() AS created,
+       finished_at
+FROM jobs_get(5);
+SELECT * FROM jobs_get(999);
+-- ex: get-error
+SELECT * FROM jobs_get(NULL);
+
+-- ## jobs_prune
+-- ex: prune
+SELECT jobs_prune();
+SELECT jobs_prune(older_than => interval '0', max_jobs => 2);
+SELECT jobs_prune(older_than => interval '0', include_dead => true);
+SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state;
+-- ex: prune-error
+SELECT jobs_prune(max_jobs => 0);

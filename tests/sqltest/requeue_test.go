@@ -1,0 +1,145 @@
+package sqltest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestRequeueExpired(t *testing.T) {
+	t.Parallel()
+
+	t.Run("ReturnsCountOfExpiredOnly", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mustExec(t, b.conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[7]))")
+		short := claim(t, b.conn, "short", 5, nil, "100 milliseconds")
+		long := claim(t, b.conn, "long", 2, nil, "1 hour")
+		if len(short) != 5 || len(long) != 2 {
+			t.Fatalf("claimed %d + %d jobs, want 5 + 2", len(short), len(long))
+		}
+		waitFor(t, 10*time.Second, "short leases to expire", func() bool {
+			return queryOne[bool](t, b.conn, "SELECT clock_timestamp() > $1", short[0].LeaseExpiresAt)
+		})
+		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 5 {
+			t.Fatalf("jobs_requeue_expired() = %d, want 5", n)
+		}
+		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 0 {
+			t.Fatalf("second jobs_requeue_expired() = %d, want 0", n)
+		}
+		for _, j := range short {
+			r := getJob(t, b.conn, j.ID)
+			if r.State != "queued" || r.Attempts != 1 || r.LeaseExpiresAt != nil || len(r.Errors) != 1 {
+				t.Fatalf("requeued job %d: %+v", j.ID, r)
+			}
+		}
+		for _, j := range long {
+			if r := getJob(t, b.conn, j.ID); r.State != "running" || *r.LeaseHolder != "long" {
+				t.Fatalf("job %d with a live lease was touched: %+v", j.ID, r)
+			}
+		}
+		// Requeued jobs are ready at once, and the next claim is a new attempt.
+		again := claim(t, b.conn, "w", 10, nil, "1 minute")
+		if len(again) != 5 {
+			t.Fatalf("claimed %d requeued jobs, want 5", len(again))
+		}
+		for _, j := range again {
+			if j.Attempt != 2 {
+				t.Fatalf("requeued job %d claimed at attempt %d, want 2", j.ID, j.Attempt)
+			}
+		}
+	})
+
+	t.Run("DeadWhenAttemptsExhausted", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		last := enqueue(t, b.conn, "max_attempts => 1")
+		claimOne(t, b.conn, "worker-x", "", "50 milliseconds")
+		spare := enqueue(t, b.conn, "max_attempts => 2")
+		claimOne(t, b.conn, "worker-y", "", "50 milliseconds")
+		waitLeasesExpired(t, b.conn)
+		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 2 {
+			t.Fatalf("jobs_requeue_expired() = %d, want 2", n)
+		}
+		r := getJob(t, b.conn, last)
+		if r.State != "dead" || r.FinishedAt == nil || r.LeaseExpiresAt != nil || r.LastError == nil ||
+			!containsAll(*r.LastError, "lease expired", "worker-x") || len(r.Errors) != 1 {
+			t.Fatalf("job out of attempts after expiry: %+v, want dead with the expiry recorded", r)
+		}
+		if r := getJob(t, b.conn, spare); r.State != "queued" || r.FinishedAt != nil {
+			t.Fatalf("job with attempts left after expiry: %+v, want queued", r)
+		}
+	})
+
+	t.Run("ConcurrentCallersRequeueEachJobOnce", func(t *testing.T) {
+		t.Parallel()
+		const numJobs, numCallers = 300, 8
+		b := setup(t)
+		mustExec(t, b.conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[$1::int]))", numJobs)
+		if got := len(claim(t, b.conn, "w", numJobs, nil, "100 milliseconds")); got != numJobs {
+			t.Fatalf("claimed %d jobs, want %d", got, numJobs)
+		}
+		conns := make([]*pgx.Conn, numCallers)
+		for i := range conns {
+			conns[i] = b.connect(t)
+		}
+		waitLeasesExpired(t, b.conn)
+
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		counts := make([]int32, numCallers)
+		errs := make([]error, numCallers)
+		var ready, done sync.WaitGroup
+		start := make(chan struct{})
+		for i, conn := range conns {
+			ready.Add(1)
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				ready.Done()
+				<-start
+				errs[i] = conn.QueryRow(ctx, "SELECT jobs_requeue_expired()").Scan(&counts[i])
+			}()
+		}
+		ready.Wait()
+		close(start)
+		done.Wait()
+		var sum int32
+		for i := range conns {
+			if errs[i] != nil {
+				t.Fatalf("caller %d: %v", i, errs[i])
+			}
+			sum += counts[i]
+		}
+		if sum != numJobs {
+			t.Fatalf("callers requeued %v, %d in total, want %d", counts, sum, numJobs)
+		}
+		var queued, once int64
+		if err := b.conn.QueryRow(t.Context(),
+			`SELECT count(*) FILTER (WHERE state = 'queued'),
+			        count(*) FILTER (WHERE attempts = 1 AND jsonb_array_length(errors) = 1)
+			 FROM jobs`).Scan(&queued, &once); err != nil {
+			t.Fatal(err)
+		}
+		if queued != numJobs || once != numJobs {
+			t.Fatalf("%d jobs queued and %d with exactly one expiry recorded, want %d each", queued, once, numJobs)
+		}
+	})
+
+	t.Run("NothingExpiredReturnsZero", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		enqueue(t, b.conn, "")
+		claimOne(t, b.conn, "w", "", "1 hour")
+		before := tableChecksum(t, b.conn)
+		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 0 {
+			t.Fatalf("jobs_requeue_expired() = %d, want 0", n)
+		}
+		if tableChecksum(t, b.conn) != before {
+			t.Fatal("jobs_requeue_expired with nothing expired changed the table")
+		}
+	})
+}
