@@ -1,0 +1,300 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Client claims and runs jobs from its queues until it is stopped. Make one with
+// [NewClient], then call [Client.Run]; see the package documentation for how it works.
+type Client struct {
+	pool       *pgxpool.Pool
+	cfg        *Config
+	logger     *slog.Logger
+	hook       Hook
+	handlers   map[string]*handler
+	producers  map[string]*producer
+	queueOrder []*producer // producers sorted by queue name
+	listenCfg  *pgx.ConnConfig
+	completer  *completer
+
+	mu       sync.Mutex
+	started  bool
+	stopOnce sync.Once
+	stopCh   chan struct{} // closed by Stop
+	done     chan struct{} // closed when Run returns
+	fatal    chan error    // a claim error that retrying cannot fix; size 1
+
+	// Set by Run before it starts any goroutine, read-only afterwards.
+	workCtx context.Context // database calls; cancelled when Run gives up on them
+	jobsCtx context.Context // parent of every handler's context; cancelled with ErrShutdown
+
+	jobs sync.WaitGroup // running job goroutines
+}
+
+// NewClient makes a client that works the queues of cfg with connections from pool. It
+// validates cfg (an *InvalidError names the bad field) and does no I/O: connections are
+// made by Run.
+//
+// The pool serves the claims, the batched completions and heartbeats, and each failed or
+// snoozed job's update; handlers that use the same pool for their own transactions need it
+// sized for that too (pgxpool's default MaxConns is small). The LISTEN connection is a
+// separate connection made from pool's configuration.
+func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
+	if pool == nil {
+		return nil, &InvalidError{Field: "pool", Problem: "must not be nil"}
+	}
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		pool:      pool,
+		cfg:       cfg,
+		logger:    cfg.Logger.With(slog.String("skiplock_client", cfg.ID)),
+		hook:      cfg.Hook,
+		handlers:  make(map[string]*handler, len(cfg.Handlers.byKind)),
+		producers: make(map[string]*producer, len(cfg.Queues)),
+		listenCfg: pool.Config().ConnConfig,
+		stopCh:    make(chan struct{}),
+		done:      make(chan struct{}),
+		fatal:     make(chan error, 1),
+	}
+	for kind, h := range cfg.Handlers.byKind {
+		c.handlers[kind] = h
+	}
+	totalSlots := 0
+	for name, q := range cfg.Queues {
+		p := newProducer(c, name, q)
+		c.producers[name] = p
+		c.queueOrder = append(c.queueOrder, p)
+		totalSlots += q.Slots
+	}
+	sort.Slice(c.queueOrder, func(i, j int) bool { return c.queueOrder[i].queue < c.queueOrder[j].queue })
+	c.completer = newCompleter(c, totalSlots)
+	return c, nil
+}
+
+// ID is the client's lease holder name (Config.ID or its default).
+func (c *Client) ID() string { return c.cfg.ID }
+
+// Run works the queues until ctx is cancelled or Stop is called, then shuts down gracefully
+// and returns nil:
+//
+//  1. It stops claiming. Jobs claimed by a claim that was in flight are released at once
+//     (jobs_snooze to now, no attempt spent) rather than started.
+//  2. It waits up to Config.ShutdownTimeout for running handlers to return, heartbeating
+//     their leases meanwhile; their outcomes are recorded as usual.
+//  3. It cancels the contexts of handlers still running (cause ErrShutdown) and waits for
+//     them a few more seconds. A handler that then returns nil completes its job; one that
+//     returns an error has its job released (jobs_snooze to now: ready for any worker at
+//     once, no attempt spent). A handler that ignores its context longer is abandoned: its
+//     job stays leased until the lease expires, then runs again as a new attempt.
+//  4. It flushes the pending completions.
+//
+// Database outages do not stop Run: every part logs, backs off and retries, and the
+// listener reconnects and listens again. Run returns an error only when it was already
+// called (ErrAlreadyRunning), or when claiming fails in a way retrying cannot fix (skiplock
+// not installed where the pool's connections look, or the role may not call jobs_claim):
+// then it shuts down as above and returns that error.
+func (c *Client) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return ErrAlreadyRunning
+	}
+	c.started = true
+	c.mu.Unlock()
+	defer close(c.done)
+
+	// Handlers and database calls outlive ctx: shutdown needs them after it is cancelled.
+	base := context.WithoutCancel(ctx)
+	workCtx, abort := context.WithCancel(base)
+	defer abort()
+	jobsCtx, cancelJobs := context.WithCancelCause(base)
+	defer cancelJobs(ErrShutdown)
+	c.workCtx, c.jobsCtx = workCtx, jobsCtx
+
+	// Goroutines: one fetch loop per queue, the listener and the requeuer stop first (loops);
+	// the heartbeater and the completer keep going until the jobs have finished (tail).
+	fetchCtx, stopFetching := context.WithCancel(base)
+	defer stopFetching()
+	heartbeatCtx, stopHeartbeats := context.WithCancel(base)
+	defer stopHeartbeats()
+	var loops, tail sync.WaitGroup
+	for _, p := range c.queueOrder {
+		loops.Go(func() { p.run(fetchCtx) })
+	}
+	loops.Go(func() { c.listen(fetchCtx) })
+	if c.cfg.RequeueInterval > 0 {
+		loops.Go(func() { c.requeueLoop(fetchCtx) })
+	}
+	if c.cfg.HeartbeatInterval > 0 {
+		tail.Go(func() { c.heartbeatLoop(heartbeatCtx) })
+	}
+	completerDone := make(chan struct{})
+	go func() {
+		defer close(completerDone)
+		c.completer.run(workCtx)
+	}()
+	c.logger.Info("skiplock client started", slog.Int("queues", len(c.queueOrder)))
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case <-c.stopCh:
+	case err := <-c.fatal:
+		runErr = err
+		c.logger.Error("skiplock client cannot claim jobs; shutting down", slog.Any("error", err))
+	}
+
+	// 1. Stop claiming.
+	stopFetching()
+	loops.Wait()
+
+	// 2 and 3. Wait for the running jobs, then cancel them.
+	jobsDone := make(chan struct{})
+	go func() {
+		c.jobs.Wait() // no job starts any more: the fetch loops have returned
+		close(jobsDone)
+	}()
+	if running := c.running(); running > 0 {
+		c.logger.Info("skiplock client stopping: waiting for running jobs", slog.Int("running", running))
+	}
+	if !waitFor(jobsDone, c.cfg.ShutdownTimeout) {
+		c.logger.Info("skiplock client stopping: cancelling running jobs", slog.Int("running", c.running()))
+		cancelJobs(ErrShutdown)
+		if !waitFor(jobsDone, shutdownAbandonAfter) {
+			c.logger.Warn("skiplock client stopping: abandoning jobs whose handlers ignore cancellation; they run again after their lease expires",
+				slog.Int("running", c.running()))
+		}
+	}
+	stopHeartbeats()
+	tail.Wait()
+
+	// 4. Flush the completions.
+	c.completer.close()
+	if !waitFor(completerDone, opTimeout) {
+		abort() // the completer logs what it could not record
+		<-completerDone
+	}
+	c.logger.Info("skiplock client stopped")
+	return runErr
+}
+
+// Stop asks Run to shut down (see Run) and waits until it has returned or ctx is done. It
+// is safe to call more than once, concurrently, and before Run (Run then returns at once).
+func (c *Client) Stop(ctx context.Context) error {
+	c.stopOnce.Do(func() { close(c.stopCh) })
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if !started {
+		return nil
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("failed to wait for client to stop: %w", ctx.Err())
+	}
+}
+
+// running counts the jobs whose handlers are running or whose outcome is being recorded.
+func (c *Client) running() int {
+	n := 0
+	for _, p := range c.queueOrder {
+		n += int(p.active.Load())
+	}
+	return n
+}
+
+// notify wakes the fetch loop of queue, if this client works it.
+func (c *Client) notify(queue string) {
+	if p := c.producers[queue]; p != nil {
+		p.wakeUp()
+	}
+}
+
+// wakeAll wakes every fetch loop, after notifications may have been missed.
+func (c *Client) wakeAll() {
+	for _, p := range c.queueOrder {
+		p.wakeUp()
+	}
+}
+
+// requeueLoop calls jobs_requeue_expired every RequeueInterval (jittered), taking back the
+// jobs of dead workers. It runs in its own goroutine until ctx is done.
+func (c *Client) requeueLoop(ctx context.Context) {
+	for sleepCtx(ctx, jitter(c.cfg.RequeueInterval, 0.25)) {
+		qctx, cancel := context.WithTimeout(ctx, opTimeout)
+		var n int
+		err := c.pool.QueryRow(qctx, "SELECT jobs_requeue_expired()").Scan(&n)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.logger.Warn("failed to requeue expired jobs", slog.Any("error", err))
+		case n > 0:
+			c.logger.Info("requeued jobs whose lease expired", slog.Int("jobs", n))
+		}
+	}
+}
+
+// waitFor waits until ch is closed or d passes (d < 0: no limit); it reports whether ch
+// was closed.
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	if d < 0 {
+		<-ch
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// record runs fn, a fenced call recording a job's outcome, until it succeeds. Connection
+// errors are retried with backoff (the call is fenced, so repeating it is safe) until Run
+// gives up on database calls; then, or on an error retrying cannot fix, it logs and returns
+// false, and the job stays leased until its lease expires.
+func (c *Client) record(ex *execution, what string, fn func(ctx context.Context) error) bool {
+	var b backoff
+	for {
+		ctx, cancel := context.WithTimeout(c.workCtx, opTimeout)
+		err := fn(ctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if c.workCtx.Err() != nil || !retryable(err) {
+			c.logger.Error("failed to record job outcome; the job runs again after its lease expires",
+				slog.String("outcome", what), slog.Int64("job_id", ex.row.ID), slog.Int("attempt", ex.row.Attempt),
+				slog.Any("error", err))
+			return false
+		}
+		c.logger.Warn("failed to record job outcome; retrying",
+			slog.String("outcome", what), slog.Int64("job_id", ex.row.ID), slog.Any("error", err))
+		if !sleepCtx(c.workCtx, b.next()) {
+			c.logger.Error("failed to record job outcome before shutdown; the job runs again after its lease expires",
+				slog.String("outcome", what), slog.Int64("job_id", ex.row.ID), slog.Any("error", err))
+			return false
+		}
+	}
+}
+
+// errorsIsCause reports whether ctx was cancelled with cause target.
+func errorsIsCause(ctx context.Context, target error) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), target)
+}

@@ -1,0 +1,124 @@
+package driver_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skiplock/skiplock/driver"
+	"github.com/skiplock/skiplock/tests/pgtest"
+)
+
+// A completion batch whose connection dies is sent again, not dropped: the job is done at
+// its first attempt, long before its lease could expire.
+func TestCompletionRetriedAfterConnectionLoss(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan struct{})
+	proceed := make(chan struct{})
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "quick", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		close(started)
+		<-proceed
+		return nil
+	}, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {}})
+	cfg.Lease = time.Minute
+	cfg.RequeueInterval = -1
+	startClient(t, b.pool, cfg)
+
+	// Hold the running job's row lock, so that its completion blocks where we can kill its
+	// connection.
+	id := mustEnqueue(t, b.pool, "quick", nil, nil)
+	<-started
+	blocker := pgtest.NewConn(t, b.url)
+	ctx := context.Background()
+	if _, err := blocker.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := blocker.Exec(ctx, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", id); err != nil {
+		t.Fatal(err)
+	}
+	close(proceed)
+
+	killed := 0
+	for killed < 2 {
+		var n int
+		waitUntil(t, 10*time.Second, "a blocked completion", func() bool {
+			n = queryInt(t, b.pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE datname = current_database() AND query LIKE '%jobs_complete_many%' AND wait_event_type = 'Lock'`)
+			return n > 0
+		})
+		killed += n
+	}
+	if _, err := blocker.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "job done", jobStateIs(t, b.pool, id, "done"))
+	if j := getJob(t, b.pool, id); j.Attempts != 1 {
+		t.Fatalf("job = %+v, want done at attempt 1", j)
+	}
+}
+
+// Run returns an error, rather than retrying for ever, when skiplock is not installed in
+// the database it was pointed at.
+func TestRunNotInstalled(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	pool := newPool(t, url, 4)
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "noop", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
+	client, err := driver.NewClient(pool, &driver.Config{
+		Queues:   map[string]driver.QueueConfig{"default": {}},
+		Handlers: hs,
+		Logger:   testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = client.Run(ctx)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("Run = %v (ctx %v), want an error before the deadline", err, ctx.Err())
+	}
+	t.Logf("Run: %v", err)
+}
+
+// The hook sees a started and a completed event for each of many jobs, with durations.
+func TestHookEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var started, completed atomic.Int32
+	var badDuration atomic.Bool
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "tick", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		time.Sleep(time.Millisecond)
+		return nil
+	}, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 20}})
+	cfg.Hook = driver.HookFunc(func(e *driver.Event) {
+		switch e.Kind {
+		case driver.EventStarted:
+			started.Add(1)
+		case driver.EventCompleted:
+			if e.Duration < time.Millisecond {
+				badDuration.Store(true)
+			}
+			completed.Add(1)
+		}
+	})
+	params := make([]driver.EnqueueParams, 500)
+	for i := range params {
+		params[i] = driver.EnqueueParams{Kind: "tick"}
+	}
+	if _, err := driver.EnqueueMany(context.Background(), b.pool, params); err != nil {
+		t.Fatal(err)
+	}
+	startClient(t, b.pool, cfg)
+	waitUntil(t, 20*time.Second, "500 completed events", func() bool { return completed.Load() == 500 })
+	if started.Load() != 500 || badDuration.Load() {
+		t.Fatalf("started=%d badDuration=%v", started.Load(), badDuration.Load())
+	}
+}

@@ -1,0 +1,124 @@
+// Package driver is skiplock's Go client: it enqueues jobs and runs workers. The queue's
+// rules all live in the database, in the jobs_* SQL functions installed by
+// [github.com/skiplock/skiplock.Migrate]; every statement this package sends is a call to
+// one of them, so Go and any other client share one queue and the same guarantees.
+//
+// A [Client] works one or more queues, each with its own number of slots (jobs running at
+// once). For each queue a fetch loop claims ready jobs with jobs_claim, as many as it has
+// free slots, and hands each to a worker goroutine, which decodes the JSON payload into the
+// handler's type and calls the handler with a context. A LISTEN connection wakes the fetch
+// loops when jobs are enqueued; polling is the safety net. Successful jobs are completed in
+// batches (jobs_complete_many); failures, snoozes and cancellations are recorded one by one.
+// A heartbeat extends the leases of long jobs, in one call for the whole client, and every
+// client periodically takes back the jobs of workers that died (jobs_requeue_expired).
+// Every call about a claimed job quotes its attempt number, the fencing token, so a worker
+// that lost its job can no longer change it.
+//
+// # Enqueueing
+//
+// [Enqueue] adds one job and [EnqueueMany] adds thousands in one round trip. Both take an
+// [Executor]: a pool, a connection, or the caller's pgx.Tx, in which case the job commits or
+// rolls back with the caller's own writes, and workers are woken only at commit:
+//
+//	tx, err := pool.Begin(ctx)
+//	...
+//	_, err = tx.Exec(ctx, "INSERT INTO users (email) VALUES ($1)", email)
+//	...
+//	_, err = driver.Enqueue(ctx, tx, "welcome_email", WelcomeEmail{To: email}, &driver.EnqueueOpts{Queue: "mail"})
+//	...
+//	err = tx.Commit(ctx)
+//
+// Payloads are encoded with encoding/json. [EnqueueOpts] choose the queue, the time the job
+// becomes ready (RunAt, or Delay by the database's clock), the priority (lower runs first),
+// the attempt budget and a unique key.
+//
+// # Handlers
+//
+// [AddHandler] registers a [HandleFunc] for a kind; the handler gets a [Job] whose Payload
+// is decoded into its own type. Its return value is the outcome: nil completes the job, an
+// error fails the attempt (retried after the backoff of jobs_backoff, or dead when attempts
+// are exhausted), [Snooze] reschedules without spending an attempt, [Cancel] stops the job
+// for good and [RetryAt] fails the attempt with a chosen retry time. A panic is recovered
+// and fails the attempt with the panic value and stack as the error. A payload that does not
+// decode into the handler's type cancels the job at once, since retrying cannot help, with
+// the decode error recorded. A handler whose work is itself in PostgreSQL can call
+// [CompleteTx] to complete the job in its own transaction: the work and the completion then
+// commit together, exactly once.
+//
+// # The fetch loop
+//
+// Each queue's fetch loop waits in a select on its wake-up channel (one slot, so any number
+// of notifications before the next claim count as one), on slots freed by finished jobs, on
+// a jittered poll timer and on shutdown. It claims when it has free slots and a reason to
+// think jobs are ready: a notification, the poll timer, or the previous claim having filled
+// every slot it asked for. In that last case it claims again as soon as jobs finish, without
+// waiting for a notification, so a backlog drains in batches whose size follows the rate at
+// which jobs finish. Claims of one queue are at least [Config.FetchCooldown] apart, so that
+// a storm of notifications becomes a few large claims rather than many small ones.
+//
+// The LISTEN connection is separate from the pool. When it fails it is reconnected with
+// backoff, and every fetch loop is woken once it listens again, since notifications sent in
+// between are lost. Notifications cost nothing per job: the SQL functions send one per queue
+// and transaction.
+//
+// # Leases and heartbeats
+//
+// A claim leases its jobs for [Config.Lease]. Every [Config.HeartbeatInterval] (Lease/3 by
+// default) the client extends, in one jobs_heartbeat_many call, the leases of its running
+// jobs that would otherwise end within two intervals. If the database says a job is no
+// longer held (its lease expired and it was taken back, or an operator cancelled it), the
+// job's context is cancelled with cause [ErrNotHeld] and the handler's outcome is dropped.
+// A handler's context also ends when the kind's timeout passes ([HandlerOpts.Timeout], by
+// default [Config.JobTimeout]).
+//
+// When a worker dies its jobs keep their lease until it expires; then jobs_requeue_expired,
+// which every client calls every [Config.RequeueInterval] (jittered), puts them back in
+// their queue, and the next worker runs them as a new attempt.
+//
+// # Completion batching
+//
+// A handler that returns nil hands its job to the client's completer and frees its slot at
+// once. The completer sends the pending completions in one jobs_complete_many call
+// [Config.CompleteBatchDelay] after the first of them, or as soon as
+// [Config.CompleteBatchSize] are pending, one batch at a time, so that under load batches
+// grow with the round trip time and a fast job costs a small share of one. A batch that fails
+// because the connection died is sent again until it succeeds: completions are fenced, so
+// repeating them is safe. Only when shutdown gives up on the database are completions
+// dropped, with an error logged; those jobs run again after their lease expires.
+//
+// # Shutdown
+//
+// [Client.Run] returns when its context is cancelled or [Client.Stop] is called, after a
+// graceful shutdown: the fetch loops stop claiming (jobs of a claim in flight are released
+// at once rather than started); running handlers get up to [Config.ShutdownTimeout] to
+// finish, with their leases still heartbeated; then their contexts are cancelled with cause
+// [ErrShutdown]. A job whose handler then returns an error is released with jobs_snooze to
+// now: ready at once for any worker, without spending an attempt. A handler that ignores its
+// context for five more seconds is abandoned, and its job comes back when its lease expires.
+// Finally the pending completions are flushed.
+//
+// # Connection loss
+//
+// The pool reconnects by itself; every loop of the client logs a failed call, backs off and
+// tries again, and failed outcome updates are retried like completion batches. A claim whose
+// result was lost with its connection is not run: if it had committed, its jobs come back
+// through lease expiry. Run never returns because of a database outage, only on shutdown or
+// when claiming cannot work at all (skiplock not installed where the pool looks, or a role
+// without the right to call jobs_claim).
+//
+// # Observability
+//
+// The client logs through [log/slog] ([Config.Logger]): connection trouble, failed and
+// cancelled jobs, shutdown. Successful jobs are not logged. For metrics, a [Hook] receives an
+// [Event] for every job started, completed, failed, snoozed, cancelled or lost, with the
+// handler's duration and, for starts, the time the job waited since it became ready.
+//
+// # Goroutines
+//
+// A running client has one fetch loop per queue, one LISTEN goroutine, one requeuer, one
+// heartbeater and one completer. Jobs run on worker goroutines, at most one per slot: the
+// fetch loop hands a claimed job to an idle worker, or starts a worker when none is idle, and
+// a worker that has had no job for five seconds exits. A busy queue thus reuses its workers
+// (and their grown stacks) rather than starting a goroutine per job, and an idle client has
+// none.
+package driver

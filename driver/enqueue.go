@@ -1,0 +1,224 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Executor runs SQL: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx all are one. Enqueueing
+// through the caller's pgx.Tx makes the job part of that transaction: it exists only if the
+// transaction commits, and workers are woken only then.
+type Executor interface {
+	Exec(ctx context.Context, sql string, arguments ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// EnqueueOpts are a job's options. A nil *EnqueueOpts, like the zero value, means every
+// default: queue QueueDefault, ready now, priority 0, MaxAttemptsDefault attempts, no unique
+// key.
+type EnqueueOpts struct {
+	// Queue is the queue the job goes to, 1 to 200 bytes. Defaults to QueueDefault.
+	Queue string
+
+	// RunAt is when the job becomes ready. Defaults to the zero time, meaning now (the
+	// database's clock) plus Delay.
+	RunAt time.Time
+
+	// Delay makes the job ready this long after the database's current time; it cannot be
+	// combined with RunAt. Defaults to 0, ready now.
+	Delay time.Duration
+
+	// Priority orders ready jobs of a queue: lower values are claimed first, then earlier
+	// run_at, then lower id. Defaults to 0.
+	Priority int
+
+	// MaxAttempts is how many attempts the job gets before it is dead. Defaults to
+	// MaxAttemptsDefault.
+	MaxAttempts int
+
+	// UniqueKey, when set, makes the enqueue a no-op returning the existing job's id while a
+	// job with the same queue and key is queued or running. 1 to 200 bytes. Defaults to ""
+	// (no key).
+	UniqueKey string
+}
+
+// EnqueueParams is one job of [EnqueueMany].
+type EnqueueParams struct {
+	// Kind selects the handler; see [AddHandler]. 1 to 200 bytes.
+	Kind string
+
+	// Payload is encoded with encoding/json; nil is stored as {}. A json.RawMessage is
+	// stored as it is.
+	Payload any
+
+	// Opts are the job's options; nil means the defaults.
+	Opts *EnqueueOpts
+}
+
+const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8)`
+
+// Enqueue adds a job of the given kind and returns its id (with a UniqueKey held by a live
+// job, that job's id). Pass the caller's pgx.Tx as db to enqueue atomically with the
+// caller's own writes. Workers are woken (NOTIFY jobs_ready) when the job is ready now and
+// db's transaction commits. Bad options give an *InvalidError naming the field.
+func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *EnqueueOpts) (int64, error) {
+	a, err := enqueueArgs(kind, payload, opts, "")
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := db.QueryRow(ctx, enqueueSQL, a.kind, a.payload, a.queue, a.runAt, a.delay, a.priority,
+		a.maxAttempts, a.uniqueKey).Scan(&id); err != nil {
+		return 0, fmt.Errorf("failed to enqueue job: %w", sqlInvalid(err))
+	}
+	return id, nil
+}
+
+// enqueueManySQL computes each job's run_at in the database, so Delay follows the database's
+// clock; with no RunAt or Delay at all both arrays are NULL and so is run_ats (every job
+// ready now).
+const enqueueManySQL = `SELECT id FROM jobs_enqueue_many($1::text[], $2::jsonb[], $3::text[],
+    (SELECT array_agg(coalesce(t.run_at, now() + t.delay) ORDER BY t.ord)
+     FROM unnest($4::timestamptz[], $5::interval[]) WITH ORDINALITY AS t(run_at, delay, ord)),
+    $6::integer[], $7::integer[], $8::text[]) AS t(id)`
+
+// EnqueueMany adds many jobs in one round trip (one jobs_enqueue_many call, at most 100000
+// jobs) and returns their ids in the order of jobs. It is all or nothing: one bad job fails
+// the call and adds none. Workers get one wake-up per queue. Pass the caller's pgx.Tx as db
+// to enqueue atomically with the caller's own writes.
+func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int64, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	n := len(jobs)
+	kinds := make([]string, n)
+	payloads := make([]json.RawMessage, n)
+	queues := make([]string, n)
+	runAts := make([]*time.Time, n)
+	delays := make([]time.Duration, n)
+	priorities := make([]int32, n)
+	maxAttempts := make([]int32, n)
+	uniqueKeys := make([]*string, n)
+	var anyQueue, anyTime, anyPriority, anyMaxAttempts, anyKey bool
+	for i := range jobs {
+		a, err := enqueueArgs(jobs[i].Kind, jobs[i].Payload, jobs[i].Opts, "EnqueueParams["+strconv.Itoa(i)+"].")
+		if err != nil {
+			return nil, err
+		}
+		kinds[i], payloads[i], queues[i], runAts[i], delays[i] = a.kind, a.payload, a.queue, a.runAt, a.delay
+		priorities[i], maxAttempts[i], uniqueKeys[i] = a.priority, a.maxAttempts, a.uniqueKey
+		anyQueue = anyQueue || a.queue != QueueDefault
+		anyTime = anyTime || a.runAt != nil || a.delay != 0
+		anyPriority = anyPriority || a.priority != 0
+		anyMaxAttempts = anyMaxAttempts || a.maxAttempts != MaxAttemptsDefault
+		anyKey = anyKey || a.uniqueKey != nil
+	}
+	// A NULL array means the default for every job, and spares sending it.
+	args := []any{kinds, payloads, nil, nil, nil, nil, nil, nil}
+	if anyQueue {
+		args[2] = queues
+	}
+	if anyTime {
+		args[3], args[4] = runAts, delays
+	}
+	if anyPriority {
+		args[5] = priorities
+	}
+	if anyMaxAttempts {
+		args[6] = maxAttempts
+	}
+	if anyKey {
+		args[7] = uniqueKeys // NULL unique_keys also selects the SQL's faster path
+	}
+
+	rows, err := db.Query(ctx, enqueueManySQL, args...)
+	if err != nil {
+		return nil, fmt.Errorf("failed to enqueue jobs: %w", sqlInvalid(err))
+	}
+	ids := make([]int64, 0, n)
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to enqueue jobs: %w", sqlInvalid(err))
+	}
+	if len(ids) != n {
+		return nil, fmt.Errorf("failed to enqueue jobs: jobs_enqueue_many returned %d ids for %d jobs", len(ids), n)
+	}
+	return ids, nil
+}
+
+type enqueueArgValues struct {
+	kind        string
+	payload     json.RawMessage
+	queue       string
+	runAt       *time.Time
+	delay       time.Duration
+	priority    int32
+	maxAttempts int32
+	uniqueKey   *string
+}
+
+// enqueueArgs checks what the SQL cannot see (Go types and the options' combinations) and
+// leaves the rest (lengths, empty strings) to the SQL function, which names the parameter.
+func enqueueArgs(kind string, payload any, opts *EnqueueOpts, prefix string) (enqueueArgValues, error) {
+	if opts == nil {
+		opts = &EnqueueOpts{}
+	}
+	invalid := func(field, format string, args ...any) error {
+		return &InvalidError{Field: prefix + field, Problem: fmt.Sprintf(format, args...)}
+	}
+	a := enqueueArgValues{kind: kind, queue: opts.Queue, delay: opts.Delay, uniqueKey: nil}
+	if kind == "" {
+		return a, invalid("Kind", "must not be empty")
+	}
+	if payload == nil {
+		a.payload = json.RawMessage("{}")
+	} else {
+		b, err := json.Marshal(payload)
+		if err != nil {
+			return a, invalid("Payload", "cannot be encoded as JSON: %v", err)
+		}
+		a.payload = b
+	}
+	if a.queue == "" {
+		a.queue = QueueDefault
+	}
+	if !opts.RunAt.IsZero() {
+		if opts.Delay != 0 {
+			return a, invalid("EnqueueOpts.Delay", "cannot be combined with RunAt")
+		}
+		t := opts.RunAt
+		a.runAt = &t
+	}
+	if opts.Delay < 0 {
+		return a, invalid("EnqueueOpts.Delay", "must not be negative, got %s", opts.Delay)
+	}
+	if opts.Priority < math.MinInt32 || opts.Priority > math.MaxInt32 {
+		return a, invalid("EnqueueOpts.Priority", "must fit in 32 bits, got %d", opts.Priority)
+	}
+	a.priority = int32(opts.Priority)
+	switch {
+	case opts.MaxAttempts == 0:
+		a.maxAttempts = MaxAttemptsDefault
+	case opts.MaxAttempts < 1 || opts.MaxAttempts > math.MaxInt32:
+		return a, invalid("EnqueueOpts.MaxAttempts", "must be at least 1 (0 means %d), got %d", MaxAttemptsDefault, opts.MaxAttempts)
+	default:
+		a.maxAttempts = int32(opts.MaxAttempts)
+	}
+	if opts.UniqueKey != "" {
+		k := opts.UniqueKey
+		a.uniqueKey = &k
+	}
+	return a, nil
+}

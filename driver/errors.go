@@ -1,0 +1,109 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrNotHeld reports that this worker no longer holds a job at the attempt it was given: its
+// lease expired and the job was taken back (and maybe claimed by another worker), or it was
+// cancelled. It is returned by [CompleteTx], and it is the cause ([context.Cause]) of a
+// handler's context when a heartbeat finds the job gone. Nothing the handler does afterwards
+// is recorded: the fenced SQL functions refuse it.
+var ErrNotHeld = errors.New("job is no longer held by this worker")
+
+// ErrShutdown is the cause ([context.Cause]) of a handler's context when the client shuts
+// down and [Config.ShutdownTimeout] passes before the handler returned. A handler that then
+// returns an error has its job released (queued again, ready now, without spending an
+// attempt) rather than failed.
+var ErrShutdown = errors.New("client shut down before the job finished")
+
+// ErrAlreadyRunning is returned by [Client.Run] when Run was already called on the client.
+// A client runs once; make a new one to run again.
+var ErrAlreadyRunning = errors.New("client was already run")
+
+// InvalidError reports a bad configuration field or argument, whether the driver found it
+// (Config fields in [NewClient], options in [Enqueue]) or a SQL function did (SQLSTATE 22023,
+// which names the parameter).
+type InvalidError struct {
+	// Field names what was wrong: a Go field path such as `Config.Queues["mail"].Slots` or
+	// `EnqueueOpts.Delay`, or the SQL parameter such as "kind" or "kinds[3]".
+	Field string
+
+	// Problem says what is wrong with it, e.g. "must not be negative, got -1".
+	Problem string
+
+	// Err is the *pgconn.PgError when the database reported the problem; nil otherwise.
+	Err error
+}
+
+func (e *InvalidError) Error() string { return "invalid " + e.Field + ": " + e.Problem }
+
+// Unwrap returns the database error, if any.
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// IsInvalid reports whether err, or an error it wraps, is an *InvalidError.
+func IsInvalid(err error) bool {
+	var ie *InvalidError
+	return errors.As(err, &ie)
+}
+
+// sqlInvalid turns the SQL functions' SQLSTATE 22023 (which names the bad parameter in the
+// error's COLUMN field) into an *InvalidError; other errors are returned unchanged.
+func sqlInvalid(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "22023" || pgErr.ColumnName == "" {
+		return err
+	}
+	// The message is "<function>: <parameter> <problem>".
+	problem := pgErr.Message
+	if _, rest, ok := strings.Cut(problem, ": "); ok {
+		problem = strings.TrimPrefix(rest, pgErr.ColumnName+" ")
+	}
+	return &InvalidError{Field: pgErr.ColumnName, Problem: problem, Err: pgErr}
+}
+
+// fatalSQL reports whether a database error means the client cannot work at all (skiplock
+// not installed where the connection looks, or the role may not call the functions), so that
+// retrying is pointless and Run should return it.
+func fatalSQL(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "42883", // undefined_function
+		"42P01", // undefined_table
+		"42704", // undefined_object (e.g. the jobs_claimed type)
+		"42501", // insufficient_privilege
+		"3F000": // invalid_schema_name
+		return true
+	}
+	return false
+}
+
+// retryable reports whether a failed database call may succeed if repeated: connection
+// loss, server shutdown or restart, timeouts, serialization failures. Errors in the
+// statement itself (bad arguments, missing functions) are not.
+func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", // connection exception
+			"40", // transaction rollback: serialization failure, deadlock
+			"53", // insufficient resources: too many connections, out of memory
+			"57", // operator intervention: admin shutdown, terminated, cannot connect now, query canceled
+			"58": // system error: I/O
+			return true
+		}
+		return false
+	}
+	// Network errors, pool and connect errors, timeouts.
+	return true
+}
