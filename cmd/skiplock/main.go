@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -95,6 +96,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if fs.NArg() > 0 {
 			return fmt.Errorf("sql: unexpected argument %q", fs.Arg(0))
+		}
+		if *from < 0 || *from > math.MaxInt32 {
+			return fmt.Errorf("sql: --from must be an installed version (0 or more), got %d", *from)
 		}
 		script, err := skiplock.InstallSQL(&skiplock.InstallSQLOpts{Schema: *schema, FromVersion: int32(*from)})
 		if err != nil {

@@ -1,7 +1,8 @@
 -- _jobs_check_fence_arrays: validates the (ids, attempts) arrays of the batch functions.
 --
--- Promises: returns when ids and attempts are non-NULL, equally long, at most 100000
---           elements and free of NULLs; otherwise raises 22023 through _jobs_invalid.
+-- Promises: returns when ids and attempts are non-NULL, one-dimensional, equally long, at
+--           most 100000 elements and free of NULLs; otherwise raises 22023 through
+--           _jobs_invalid.
 -- Locks:    none. States: none.
 CREATE OR REPLACE FUNCTION _jobs_check_fence_arrays(func text, ids bigint[], attempts integer[])
 RETURNS void
@@ -15,6 +16,12 @@ BEGIN
     END IF;
     IF _jobs_check_fence_arrays.attempts IS NULL THEN
         PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'attempts', 'must not be NULL');
+    END IF;
+    IF array_ndims(_jobs_check_fence_arrays.ids) > 1 THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'ids', 'must be a one-dimensional array');
+    END IF;
+    IF array_ndims(_jobs_check_fence_arrays.attempts) > 1 THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'attempts', 'must be a one-dimensional array');
     END IF;
     IF cardinality(_jobs_check_fence_arrays.ids) <> cardinality(_jobs_check_fence_arrays.attempts) THEN
         PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'attempts', 'must have as many elements as ids');

@@ -14,7 +14,8 @@
 -- States:   queued -> running; sets lease_holder = worker, lease_expires_at = now() + lease.
 -- Time:     now() (transaction start) for readiness and the lease.
 -- Errors:   22023 when worker is NULL/empty/longer than 200 bytes, max_jobs is NULL or not
---           in 1..10000, queues contains a NULL or is empty, or lease is NULL or <= 0.
+--           in 1..10000, queues is empty, multidimensional or contains a NULL, or lease is
+--           NULL, <= 0 or longer than 100 years.
 CREATE OR REPLACE FUNCTION jobs_claim(
     worker   text,
     max_jobs integer  DEFAULT 1,
@@ -34,12 +35,15 @@ BEGIN
     IF jobs_claim.max_jobs IS NULL OR jobs_claim.max_jobs < 1 OR jobs_claim.max_jobs > 10000 THEN
         PERFORM _jobs_invalid('jobs_claim', 'max_jobs', 'must be between 1 and 10000');
     END IF;
+    IF array_ndims(jobs_claim.queues) > 1 THEN
+        PERFORM _jobs_invalid('jobs_claim', 'queues', 'must be a one-dimensional array');
+    END IF;
     IF jobs_claim.queues IS NOT NULL
        AND (cardinality(jobs_claim.queues) = 0 OR array_position(jobs_claim.queues, NULL) IS NOT NULL) THEN
         PERFORM _jobs_invalid('jobs_claim', 'queues', 'must be NULL (all queues) or a non-empty array without NULLs');
     END IF;
-    IF jobs_claim.lease IS NULL OR jobs_claim.lease <= interval '0' THEN
-        PERFORM _jobs_invalid('jobs_claim', 'lease', 'must be a positive interval');
+    IF jobs_claim.lease IS NULL OR jobs_claim.lease <= interval '0' OR jobs_claim.lease > interval '100 years' THEN
+        PERFORM _jobs_invalid('jobs_claim', 'lease', 'must be a positive interval of at most 100 years');
     END IF;
 
     IF cardinality(jobs_claim.queues) = 1 THEN
@@ -49,7 +53,7 @@ BEGIN
             SELECT j.id
             FROM jobs j
             WHERE j.state = 'queued'
-              AND j.queue = jobs_claim.queues[1]
+              AND j.queue = jobs_claim.queues[array_lower(jobs_claim.queues, 1)]
               AND j.run_at <= now()
             ORDER BY j.priority, j.run_at, j.id
             LIMIT jobs_claim.max_jobs

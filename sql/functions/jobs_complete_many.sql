@@ -7,8 +7,8 @@
 --           order, so two overlapping batches cannot deadlock each other.
 -- States:   running -> done; sets finished_at = now(), clears lease_expires_at.
 -- Time:     now() (transaction start).
--- Errors:   22023 when either array is NULL, their lengths differ, an element is NULL, or
---           there are more than 100000 pairs.
+-- Errors:   22023 when either array is NULL or multidimensional, their lengths differ, an
+--           element is NULL, or there are more than 100000 pairs.
 CREATE OR REPLACE FUNCTION jobs_complete_many(ids bigint[], attempts integer[])
 RETURNS SETOF bigint
 LANGUAGE plpgsql

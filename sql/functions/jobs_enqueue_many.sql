@@ -12,8 +12,9 @@
 -- States:   new jobs in queued.
 -- Time:     now() (transaction start).
 -- Errors:   22023 naming the parameter and element, e.g. 'kinds[3] must be ...', for the
---           same bad values jobs_enqueue rejects, for arrays whose length differs from
---           kinds, and for more than 100000 jobs in one call.
+--           same bad values jobs_enqueue rejects, for multidimensional arrays, for arrays
+--           whose length differs from kinds, and for more than 100000 jobs in one call.
+--           Arrays may start at any index; element order is what counts.
 CREATE OR REPLACE FUNCTION jobs_enqueue_many(
     kinds         text[],
     payloads      jsonb[]       DEFAULT NULL,
@@ -31,6 +32,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_n            integer := cardinality(jobs_enqueue_many.kinds);
+    v_kinds        text[];
     v_payloads     jsonb[];
     v_queues       text[];
     v_run_ats      timestamptz[];
@@ -56,6 +58,20 @@ BEGIN
     END IF;
 
     SELECT p.param INTO v_param
+    FROM (VALUES ('kinds', array_ndims(jobs_enqueue_many.kinds)),
+                 ('payloads', array_ndims(jobs_enqueue_many.payloads)),
+                 ('queues', array_ndims(jobs_enqueue_many.queues)),
+                 ('run_ats', array_ndims(jobs_enqueue_many.run_ats)),
+                 ('priorities', array_ndims(jobs_enqueue_many.priorities)),
+                 ('max_attempts', array_ndims(jobs_enqueue_many.max_attempts)),
+                 ('unique_keys', array_ndims(jobs_enqueue_many.unique_keys))) AS p(param, ndims)
+    WHERE p.ndims > 1
+    LIMIT 1;
+    IF v_param IS NOT NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue_many', v_param, 'must be a one-dimensional array');
+    END IF;
+
+    SELECT p.param INTO v_param
     FROM (VALUES ('payloads', cardinality(jobs_enqueue_many.payloads)),
                  ('queues', cardinality(jobs_enqueue_many.queues)),
                  ('run_ats', cardinality(jobs_enqueue_many.run_ats)),
@@ -70,22 +86,39 @@ BEGIN
     END IF;
 
     -- An array passed as NULL means the default for every job; a NULL element inside an
-    -- array that was passed is an error, as it is for jobs_enqueue.
-    v_payloads     := coalesce(jobs_enqueue_many.payloads, array_fill('{}'::jsonb, ARRAY[v_n]));
-    v_queues       := coalesce(jobs_enqueue_many.queues, array_fill('default'::text, ARRAY[v_n]));
-    v_run_ats      := coalesce(jobs_enqueue_many.run_ats, array_fill(now(), ARRAY[v_n]));
-    v_priorities   := coalesce(jobs_enqueue_many.priorities, array_fill(0, ARRAY[v_n]));
-    v_max_attempts := coalesce(jobs_enqueue_many.max_attempts, array_fill(5, ARRAY[v_n]));
-    v_unique_keys  := coalesce(jobs_enqueue_many.unique_keys, array_fill(NULL::text, ARRAY[v_n]));
+    -- array that was passed is an error, as it is for jobs_enqueue. Arrays are copied with
+    -- rebased so that element i is at index i whatever lower bound the caller's array had
+    -- ('[0:1]={a,b}' is legal SQL).
+    v_kinds        := CASE WHEN jobs_enqueue_many.kinds IS NULL THEN NULL
+                       WHEN array_lower(jobs_enqueue_many.kinds, 1) = 1 THEN jobs_enqueue_many.kinds
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.kinds)) END;
+    v_payloads     := CASE WHEN jobs_enqueue_many.payloads IS NULL THEN array_fill('{}'::jsonb, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.payloads, 1) = 1 THEN jobs_enqueue_many.payloads
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.payloads)) END;
+    v_queues       := CASE WHEN jobs_enqueue_many.queues IS NULL THEN array_fill('default'::text, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.queues, 1) = 1 THEN jobs_enqueue_many.queues
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.queues)) END;
+    v_run_ats      := CASE WHEN jobs_enqueue_many.run_ats IS NULL THEN array_fill(now(), ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.run_ats, 1) = 1 THEN jobs_enqueue_many.run_ats
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.run_ats)) END;
+    v_priorities   := CASE WHEN jobs_enqueue_many.priorities IS NULL THEN array_fill(0, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.priorities, 1) = 1 THEN jobs_enqueue_many.priorities
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.priorities)) END;
+    v_max_attempts := CASE WHEN jobs_enqueue_many.max_attempts IS NULL THEN array_fill(5, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.max_attempts, 1) = 1 THEN jobs_enqueue_many.max_attempts
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.max_attempts)) END;
+    v_unique_keys  := CASE WHEN jobs_enqueue_many.unique_keys IS NULL THEN array_fill(NULL::text, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.unique_keys, 1) = 1 THEN jobs_enqueue_many.unique_keys
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.unique_keys)) END;
 
     SELECT * INTO v_bad
-    FROM unnest(jobs_enqueue_many.kinds, v_payloads, v_queues, v_run_ats, v_priorities, v_max_attempts,
+    FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities, v_max_attempts,
                 v_unique_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority, max_attempts,
                                                     unique_key, ord)
     WHERE t.kind IS NULL OR t.kind = '' OR octet_length(t.kind) > 200
        OR t.payload IS NULL
        OR t.queue IS NULL OR t.queue = '' OR octet_length(t.queue) > 200
-       OR t.run_at IS NULL
+       OR t.run_at IS NULL OR NOT isfinite(t.run_at)
        OR t.priority IS NULL
        OR t.max_attempts IS NULL OR t.max_attempts < 1
        OR t.unique_key = '' OR octet_length(t.unique_key) > 200
@@ -101,8 +134,8 @@ BEGIN
         ELSIF v_bad.queue IS NULL OR v_bad.queue = '' OR octet_length(v_bad.queue) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('queues[%s]', v_bad.ord),
                                   'must be a non-empty string of at most 200 bytes');
-        ELSIF v_bad.run_at IS NULL THEN
-            PERFORM _jobs_invalid('jobs_enqueue_many', format('run_ats[%s]', v_bad.ord), 'must not be NULL');
+        ELSIF v_bad.run_at IS NULL OR NOT isfinite(v_bad.run_at) THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('run_ats[%s]', v_bad.ord), 'must be a finite timestamp');
         ELSIF v_bad.priority IS NULL THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('priorities[%s]', v_bad.ord), 'must not be NULL');
         ELSIF v_bad.max_attempts IS NULL OR v_bad.max_attempts < 1 THEN
@@ -120,7 +153,7 @@ BEGIN
         WITH inserted AS (
             INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts)
             SELECT t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts
-            FROM unnest(jobs_enqueue_many.kinds, v_payloads, v_queues, v_run_ats, v_priorities,
+            FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
                         v_max_attempts) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
                                                               max_attempts, ord)
             ORDER BY t.ord
@@ -136,7 +169,7 @@ BEGIN
         WITH inserted AS (
             INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key)
             SELECT v_ids[t.ord], t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.unique_key
-            FROM unnest(jobs_enqueue_many.kinds, v_payloads, v_queues, v_run_ats, v_priorities,
+            FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
                         v_max_attempts, v_unique_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at,
                                                                            priority, max_attempts,
                                                                            unique_key, ord)
@@ -165,7 +198,7 @@ BEGIN
                     EXIT WHEN FOUND;
 
                     INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key)
-                    VALUES (v_ids[v_missing.ord], v_queues[v_missing.ord], jobs_enqueue_many.kinds[v_missing.ord],
+                    VALUES (v_ids[v_missing.ord], v_queues[v_missing.ord], v_kinds[v_missing.ord],
                             v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
                             v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord])
                     ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')

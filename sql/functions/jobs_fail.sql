@@ -10,7 +10,7 @@
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> queued (retry) or running -> dead (attempts exhausted; finished_at set).
 -- Time:     now() (transaction start).
--- Errors:   22023 when id, attempt or error is NULL.
+-- Errors:   22023 when id, attempt or error is NULL, or retry_at is infinite.
 CREATE OR REPLACE FUNCTION jobs_fail(id bigint, attempt integer, error text, retry_at timestamptz DEFAULT NULL)
 RETURNS jobs_state
 LANGUAGE plpgsql
@@ -31,6 +31,9 @@ BEGIN
     END IF;
     IF jobs_fail.error IS NULL THEN
         PERFORM _jobs_invalid('jobs_fail', 'error', 'must not be NULL');
+    END IF;
+    IF NOT isfinite(jobs_fail.retry_at) THEN
+        PERFORM _jobs_invalid('jobs_fail', 'retry_at', 'must be NULL or a finite timestamp');
     END IF;
 
     UPDATE jobs j

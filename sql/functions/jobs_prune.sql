@@ -39,7 +39,9 @@ BEGIN
         SELECT j.id
         FROM jobs j
         WHERE j.finished_at IS NOT NULL
-          AND j.finished_at < now() - jobs_prune.older_than
+          -- Capped so that an absurd retention cannot overflow the timestamp range; nothing
+          -- finished 1000 years ago, so the cap changes no result.
+          AND j.finished_at < now() - least(jobs_prune.older_than, interval '1000 years')
           AND (j.state IN ('done', 'cancelled') OR (jobs_prune.include_dead AND j.state = 'dead'))
         ORDER BY j.id
         LIMIT jobs_prune.max_jobs

@@ -8,7 +8,7 @@
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> queued; max_attempts + 1, lease cleared.
 -- Time:     now() (transaction start).
--- Errors:   22023 when id, attempt or run_at is NULL.
+-- Errors:   22023 when id, attempt or run_at is NULL, or run_at is infinite.
 CREATE OR REPLACE FUNCTION jobs_snooze(id bigint, attempt integer, run_at timestamptz)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -25,14 +25,15 @@ BEGIN
     IF jobs_snooze.attempt IS NULL THEN
         PERFORM _jobs_invalid('jobs_snooze', 'attempt', 'must not be NULL');
     END IF;
-    IF jobs_snooze.run_at IS NULL THEN
-        PERFORM _jobs_invalid('jobs_snooze', 'run_at', 'must not be NULL');
+    IF jobs_snooze.run_at IS NULL OR NOT isfinite(jobs_snooze.run_at) THEN
+        PERFORM _jobs_invalid('jobs_snooze', 'run_at', 'must be a finite timestamp');
     END IF;
 
     UPDATE jobs j
     SET state = 'queued',
         run_at = jobs_snooze.run_at,
-        max_attempts = j.max_attempts + 1,
+        -- Saturates rather than overflowing, so a job at the int limit can still snooze.
+        max_attempts = CASE WHEN j.max_attempts < 2147483647 THEN j.max_attempts + 1 ELSE j.max_attempts END,
         lease_expires_at = NULL
     WHERE j.id = jobs_snooze.id
       AND j.state = 'running'

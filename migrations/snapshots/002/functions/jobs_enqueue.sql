@@ -12,7 +12,7 @@
 -- States:   new job in queued.
 -- Time:     now() (transaction start) is the default run_at and decides readiness.
 -- Errors:   22023 when kind, queue or unique_key is NULL/empty (unique_key may be NULL) or
---           longer than 200 bytes, payload is NULL, run_at is NULL, priority is NULL, or
+--           longer than 200 bytes, payload is NULL, run_at is NULL or infinite, priority is NULL, or
 --           max_attempts is NULL or < 1.
 CREATE OR REPLACE FUNCTION jobs_enqueue(
     kind         text,
@@ -41,8 +41,8 @@ BEGIN
     IF jobs_enqueue.queue IS NULL OR jobs_enqueue.queue = '' OR octet_length(jobs_enqueue.queue) > 200 THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'queue', 'must be a non-empty string of at most 200 bytes');
     END IF;
-    IF jobs_enqueue.run_at IS NULL THEN
-        PERFORM _jobs_invalid('jobs_enqueue', 'run_at', 'must not be NULL');
+    IF jobs_enqueue.run_at IS NULL OR NOT isfinite(jobs_enqueue.run_at) THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'run_at', 'must be a finite timestamp');
     END IF;
     IF jobs_enqueue.priority IS NULL THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'priority', 'must not be NULL');

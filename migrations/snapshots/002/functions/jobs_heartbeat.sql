@@ -7,7 +7,7 @@
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   none (running stays running).
 -- Time:     now() (transaction start): call it in autocommit, not from a long transaction.
--- Errors:   22023 when id or attempt is NULL, or lease is NULL or <= 0.
+-- Errors:   22023 when id or attempt is NULL, or lease is NULL, <= 0 or longer than 100 years.
 CREATE OR REPLACE FUNCTION jobs_heartbeat(id bigint, attempt integer, lease interval DEFAULT '5 minutes')
 RETURNS boolean
 LANGUAGE plpgsql
@@ -22,8 +22,8 @@ BEGIN
     IF jobs_heartbeat.attempt IS NULL THEN
         PERFORM _jobs_invalid('jobs_heartbeat', 'attempt', 'must not be NULL');
     END IF;
-    IF jobs_heartbeat.lease IS NULL OR jobs_heartbeat.lease <= interval '0' THEN
-        PERFORM _jobs_invalid('jobs_heartbeat', 'lease', 'must be a positive interval');
+    IF jobs_heartbeat.lease IS NULL OR jobs_heartbeat.lease <= interval '0' OR jobs_heartbeat.lease > interval '100 years' THEN
+        PERFORM _jobs_invalid('jobs_heartbeat', 'lease', 'must be a positive interval of at most 100 years');
     END IF;
 
     UPDATE jobs j

@@ -6,7 +6,7 @@
 -- Locks:    the extended rows, in id order, until the caller's transaction ends.
 -- States:   none.
 -- Time:     now() (transaction start).
--- Errors:   22023 as for jobs_complete_many, and when lease is NULL or <= 0.
+-- Errors:   22023 as for jobs_complete_many, and when lease is NULL, <= 0 or longer than 100 years.
 CREATE OR REPLACE FUNCTION jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval DEFAULT '5 minutes')
 RETURNS SETOF bigint
 LANGUAGE plpgsql
@@ -16,8 +16,8 @@ AS $$
 #variable_conflict use_column
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_heartbeat_many', jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts);
-    IF jobs_heartbeat_many.lease IS NULL OR jobs_heartbeat_many.lease <= interval '0' THEN
-        PERFORM _jobs_invalid('jobs_heartbeat_many', 'lease', 'must be a positive interval');
+    IF jobs_heartbeat_many.lease IS NULL OR jobs_heartbeat_many.lease <= interval '0' OR jobs_heartbeat_many.lease > interval '100 years' THEN
+        PERFORM _jobs_invalid('jobs_heartbeat_many', 'lease', 'must be a positive interval of at most 100 years');
     END IF;
 
     RETURN QUERY
