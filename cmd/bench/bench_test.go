@@ -1,0 +1,354 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func noEnv(string) string { return "" }
+
+func TestParseFlags(t *testing.T) {
+	t.Parallel()
+
+	t.Run("DefaultsRunEveryScenario", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := parseFlags(nil, noEnv, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.scenarios, allScenarios) {
+			t.Errorf("scenarios = %v, want %v", cfg.scenarios, allScenarios)
+		}
+		if cfg.jobs != 50000 || cfg.workers != 100 || cfg.batch != 5000 || cfg.databaseURL != "" {
+			t.Errorf("unexpected defaults: %+v", cfg)
+		}
+		if !slices.Equal(cfg.scaleProcs, []int{1, 2, 4}) {
+			t.Errorf("scaleProcs = %v", cfg.scaleProcs)
+		}
+	})
+
+	t.Run("DatabaseURLFromEnvironment", func(t *testing.T) {
+		t.Parallel()
+		getenv := func(k string) string {
+			if k == "DATABASE_URL" {
+				return "postgres://example/db"
+			}
+			return ""
+		}
+		cfg, err := parseFlags(nil, getenv, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.databaseURL != "postgres://example/db" {
+			t.Errorf("databaseURL = %q", cfg.databaseURL)
+		}
+	})
+
+	t.Run("ScenariosRunInCanonicalOrder", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := parseFlags([]string{"-scenarios", "naive, work_drain,naive,insert_bulk"}, noEnv, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"insert_bulk", "work_drain", "naive"}; !slices.Equal(cfg.scenarios, want) {
+			t.Errorf("scenarios = %v, want %v", cfg.scenarios, want)
+		}
+	})
+
+	t.Run("ScaleProcsSortedAndDeduplicated", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := parseFlags([]string{"-scale-procs", "4,1,4,2"}, noEnv, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.scaleProcs, []int{1, 2, 4}) {
+			t.Errorf("scaleProcs = %v", cfg.scaleProcs)
+		}
+	})
+
+	t.Run("HelpIsNotAnError", func(t *testing.T) {
+		t.Parallel()
+		var out bytes.Buffer
+		_, err := parseFlags([]string{"-h"}, noEnv, &out)
+		if !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("err = %v, want flag.ErrHelp", err)
+		}
+		if !strings.Contains(out.String(), "work_drain") {
+			t.Errorf("usage does not list the scenarios:\n%s", out.String())
+		}
+	})
+
+	invalid := []struct {
+		name string
+		args []string
+		env  func(string) string
+		want string
+	}{
+		{"UnknownScenario", []string{"-scenarios", "work_drain,fast"}, noEnv, `unknown scenario "fast"`},
+		{"NoScenario", []string{"-scenarios", " , "}, noEnv, "names no scenario"},
+		{"TooFewJobs", []string{"-jobs", "5"}, noEnv, "-jobs must be at least 10"},
+		{"ZeroWorkers", []string{"-workers", "0"}, noEnv, "-workers must be between 1 and 10000"},
+		{"BatchAboveSQLLimit", []string{"-batch", "100001"}, noEnv, "-batch must be between 1 and 100000"},
+		{"NegativeInterval", []string{"-latency-interval", "-1ms"}, noEnv, "-latency-interval cannot be negative"},
+		{"BadScaleProcs", []string{"-scale-procs", "1,x"}, noEnv, `-scale-procs: "x" is not an integer`},
+		{"PublicSchema", []string{"-schema", "public"}, noEnv, "would be dropped"},
+		{"CatalogSchema", []string{"-schema", "pg_catalog"}, noEnv, "would be dropped"},
+		{"UnknownPeer", []string{"-peers", "sidekiq"}, noEnv, `unknown peer "sidekiq"`},
+		{"PeersNeedThrowawayServer", []string{"-peers", "river", "-database-url", "postgres://x/y"}, noEnv, "-peers needs the throwaway server"},
+		{"StatementsNeedThrowawayServer", []string{"-pg-stat-statements"},
+			func(k string) string { return map[string]string{"DATABASE_URL": "postgres://x/y"}[k] }, "-pg-stat-statements needs the throwaway server"},
+		{"StrayArgument", []string{"work_drain"}, noEnv, `unexpected argument "work_drain"`},
+	}
+	for _, tc := range invalid {
+		t.Run("Rejects"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseFlags(tc.args, tc.env, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	t.Parallel()
+
+	t.Run("NearestRank", func(t *testing.T) {
+		t.Parallel()
+		// 1..100 ms, shuffled: the p-th percentile of 100 values is the p-th smallest.
+		var d []time.Duration
+		for i := 100; i >= 1; i-- {
+			d = append(d, time.Duration(i)*time.Millisecond)
+		}
+		s := summarize(d)
+		checks := map[string][2]time.Duration{
+			"min": {s.Min, 1 * time.Millisecond},
+			"p50": {s.P50, 50 * time.Millisecond},
+			"p95": {s.P95, 95 * time.Millisecond},
+			"p99": {s.P99, 99 * time.Millisecond},
+			"max": {s.Max, 100 * time.Millisecond},
+			"avg": {s.Avg, 50500 * time.Microsecond},
+		}
+		for name, c := range checks {
+			if c[0] != c[1] {
+				t.Errorf("%s = %s, want %s", name, c[0], c[1])
+			}
+		}
+		if s.N != 100 {
+			t.Errorf("N = %d", s.N)
+		}
+	})
+
+	t.Run("SmallSamples", func(t *testing.T) {
+		t.Parallel()
+		one := summarize([]time.Duration{7})
+		if one.P50 != 7 || one.P99 != 7 || one.Max != 7 {
+			t.Errorf("one value: %+v", one)
+		}
+		// Three values: p50 is the 2nd (ceil(1.5)), p95 and p99 the 3rd.
+		three := summarize([]time.Duration{30, 10, 20})
+		if three.P50 != 20 || three.P95 != 30 || three.P99 != 30 {
+			t.Errorf("three values: %+v", three)
+		}
+		if empty := summarize(nil); empty.N != 0 {
+			t.Errorf("empty: %+v", empty)
+		}
+	})
+
+	t.Run("DoesNotReorderInput", func(t *testing.T) {
+		t.Parallel()
+		d := []time.Duration{3, 1, 2}
+		summarize(d)
+		if !slices.Equal(d, []time.Duration{3, 1, 2}) {
+			t.Errorf("input reordered: %v", d)
+		}
+	})
+}
+
+func TestJSONLine(t *testing.T) {
+	t.Parallel()
+
+	t.Run("PeerFieldsFirstInOrder", func(t *testing.T) {
+		t.Parallel()
+		r := &result{Scenario: "latency", Jobs: 500, Seconds: 5.123456}
+		r.setLatency("enqueue commit -> handler start", []time.Duration{
+			1 * time.Millisecond, 2 * time.Millisecond, 3500 * time.Microsecond, 10 * time.Millisecond,
+		})
+		r.add("interval_ms", 10.0)
+		line, err := jsonLine("skiplock", "devel", r, []field{{"workers", 100}, {"interval_ms", 99.0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasSuffix(line, []byte("}\n")) || bytes.Count(line, []byte("\n")) != 1 {
+			t.Fatalf("not one line: %q", line)
+		}
+		want := `{"system":"skiplock","version":"devel","scenario":"latency","jobs":500,"seconds":5.1235,"jobs_per_sec":97.6,` +
+			`"p50_ms":2,"p95_ms":10,"p99_ms":10,"max_ms":10,"min_ms":1,"mean_ms":4.125,"latency_samples":4,` +
+			`"interval_ms":10,"workers":100}` + "\n"
+		if string(line) != want {
+			t.Errorf("got  %s\nwant %s", line, want)
+		}
+	})
+
+	t.Run("NoLatencyFieldsWithoutLatency", func(t *testing.T) {
+		t.Parallel()
+		r := &result{Scenario: "work_drain", Jobs: 1000, Seconds: 0.5}
+		line, err := jsonLine("skiplock", "devel", r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m["p50_ms"]; ok {
+			t.Errorf("p50_ms present without a latency: %s", line)
+		}
+		if m["jobs_per_sec"] != 2000.0 {
+			t.Errorf("jobs_per_sec = %v", m["jobs_per_sec"])
+		}
+	})
+
+	t.Run("InsertLatencyUsesThePeersInsertFields", func(t *testing.T) {
+		t.Parallel()
+		r := &result{Scenario: "insert_single", Jobs: 10, Seconds: 1}
+		r.setLatency("insert call", []time.Duration{time.Millisecond, 3 * time.Millisecond})
+		r.LatencyPrefix = "insert_"
+		line, err := jsonLine("skiplock", "devel", r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["insert_p50_ms"] != 1.0 || m["insert_p99_ms"] != 3.0 {
+			t.Errorf("insert latency fields: %s", line)
+		}
+		if _, ok := m["p50_ms"]; ok {
+			t.Errorf("p50_ms (enqueue -> start in the peers' lines) set for an insert latency: %s", line)
+		}
+	})
+
+	t.Run("RoundTripsThroughThePeerParser", func(t *testing.T) {
+		t.Parallel()
+		r := &result{Scenario: "steady", Jobs: 30000, Seconds: 15}
+		r.setLatency("x", []time.Duration{4 * time.Millisecond})
+		line, err := jsonLine("skiplock", "devel", r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := parsePeerLine(bytes.TrimSpace(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.System != "skiplock" || pl.Result.Scenario != "steady" || pl.Result.jobsPerSec() != 2000 ||
+			pl.Result.Latency == nil || pl.Result.Latency.P50 != 4*time.Millisecond {
+			t.Errorf("parsed %+v %+v", pl, pl.Result)
+		}
+	})
+}
+
+func TestParsePeerOutput(t *testing.T) {
+	t.Parallel()
+	out := []byte(`npm warn something
+{"system":"river","version":"v0.51.2","scenario":"work_drain","jobs":50000,"seconds":10,"jobs_per_sec":5000,"workers":100}
+{"system":"graphile-worker","version":"0.18.0","scenario":"latency","jobs":500,"seconds":5,"jobs_per_sec":100,"p50_ms":3.5,"p99_ms":9}
+`)
+	lines, err := parsePeerOutput(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines", len(lines))
+	}
+	if lines[0].System != "river" || lines[0].Result.jobsPerSec() != 5000 || lines[0].Result.Latency != nil {
+		t.Errorf("line 0: %+v %+v", lines[0], lines[0].Result)
+	}
+	if l := lines[1].Result.Latency; l == nil || l.P50 != 3500*time.Microsecond || l.P99 != 9*time.Millisecond {
+		t.Errorf("line 1 latency: %+v", l)
+	}
+
+	ours := map[string]*result{
+		"work_drain": {Scenario: "work_drain", Jobs: 50000, Seconds: 5},
+		"latency":    {Scenario: "latency", Latency: &latencyStats{P50: 1750 * time.Microsecond}},
+	}
+	ratios := peerRatios(ours, lines)
+	if len(ratios) != 2 || ratios[0].Value != 2 || ratios[1].Value != 2 {
+		t.Errorf("ratios = %+v", ratios)
+	}
+
+	if _, err := parsePeerOutput([]byte(`{"scenario":"x"}`)); err == nil {
+		t.Error("a line without system was accepted")
+	}
+}
+
+func TestRatesAndCDF(t *testing.T) {
+	t.Parallel()
+	pts := rates([]sample{{0, 0}, {200 * time.Millisecond, 100}, {400 * time.Millisecond, 100}, {500 * time.Millisecond, 300}})
+	want := []point{{0.2, 500}, {0.4, 0}, {0.5, 2000}}
+	if len(pts) != len(want) {
+		t.Fatalf("rates = %v", pts)
+	}
+	for i := range want {
+		if !approx(pts[i].X, want[i].X) || !approx(pts[i].Y, want[i].Y) {
+			t.Errorf("rates[%d] = %v, want %v", i, pts[i], want[i])
+		}
+	}
+
+	c := cdf([]time.Duration{3 * time.Millisecond, time.Millisecond, 2 * time.Millisecond}, 300)
+	if c[0].X != 1 || c[len(c)-1].X != 3 || c[len(c)-1].Y != 1 {
+		t.Errorf("cdf = %v", c)
+	}
+}
+
+func approx(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+func TestPlotIsWellFormedSVG(t *testing.T) {
+	t.Parallel()
+	r1 := &result{Scenario: "work_drain <&>", Series: []sample{{0, 0}, {sampleInterval, 1000}, {2 * sampleInterval, 2500}}}
+	r2 := &result{Scenario: "latency", Series: []sample{{0, 0}, {sampleInterval, 20}}}
+	r2.setLatency("enqueue -> start", []time.Duration{time.Millisecond, 5 * time.Millisecond, 40 * time.Millisecond})
+	svg := renderSVG("title", []chart{
+		{Title: "t", XLabel: "s", YLabel: "jobs/s", YLog: true, Series: []plotSeries{{r1.Scenario, rates(r1.Series)}, {r2.Scenario, rates(r2.Series)}}},
+		{Title: "l", XLabel: "ms", YLabel: "fraction", XLog: true, Series: []plotSeries{{"latency", cdf(r2.Latencies, 300)}}},
+		{Title: "empty"},
+	})
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	polylines := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("invalid XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			polylines++
+		}
+	}
+	if polylines != 3 {
+		t.Errorf("got %d polylines, want 3", polylines)
+	}
+	if !bytes.Contains(svg, []byte("work_drain &lt;&amp;&gt;")) {
+		t.Error("series name not escaped")
+	}
+}
+
+func TestNiceStep(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[float64]float64{0.3: 0.5, 1: 1, 1.1: 2, 3: 5, 7: 10, 180: 200, 0: 1} {
+		if got := niceStep(raw); !approx(got, want) {
+			t.Errorf("niceStep(%g) = %g, want %g", raw, got, want)
+		}
+	}
+}

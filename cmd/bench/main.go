@@ -1,0 +1,304 @@
+// Command bench measures skiplock on a real PostgreSQL server and prints a table, or with
+// -json one JSON object per scenario in the format of the peer harnesses in shared/peers
+// ({"system","version","scenario","jobs","seconds","jobs_per_sec", p50_ms…}).
+//
+//	go run ./cmd/bench                        # throwaway local server, every scenario
+//	go run ./cmd/bench -scenarios work_drain,naive -jobs 100000
+//	DATABASE_URL=postgres://… go run ./cmd/bench -json
+//
+// Without DATABASE_URL (or -database-url) it starts a throwaway PostgreSQL cluster with
+// internal/pglocal, fsync on, and removes it afterwards. Either way it works only in its own
+// schema (-schema, default skiplock_bench), which it drops and re-creates with
+// skiplock.Migrate before each scenario, so scenarios do not disturb each other. Nothing
+// outside that schema is touched, except that Migrate creates skiplock's cluster-wide roles
+// (jobs_producer, jobs_worker, jobs_admin) when they are missing and it may.
+//
+// Jobs are enqueued with driver.Enqueue and driver.EnqueueMany and worked by a
+// driver.Client with -workers slots and every other setting at its default; the handler
+// does nothing but record when it started. The scale scenario re-executes this binary as
+// its worker processes (environment SKIPLOCK_BENCH_WORKER_MODE=1).
+//
+// Scenarios, run in this order whatever order -scenarios names them in:
+//
+//	insert_bulk    N jobs through driver.EnqueueMany (jobs_enqueue_many) in batches of -batch
+//	insert_single  N/10 jobs, one driver.Enqueue transaction each, from -producers goroutines
+//	work_drain     N no-op jobs queued, then the workers start; time to the last completion
+//	latency        idle workers; -latency-jobs jobs enqueued one at a time -latency-interval
+//	               apart; enqueue commit -> handler start
+//	steady         -producers enqueue at full rate while the workers drain, -steady-duration
+//	bloat          work_drain with -bloat-rows finished jobs in the table (ratio to work_drain)
+//	held_xmin      steady while another session holds a REPEATABLE READ snapshot (ratio to steady)
+//	scale          work_drain with 1, 2 and 4 worker processes (this binary re-executed)
+//	naive          the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
+//	               transaction per job from -naive-workers goroutines, on the same server
+//
+// The ratios at the end (work_drain to naive, bloat to work_drain, held_xmin to steady,
+// scale) are the numbers to compare across machines: both sides ran in the same run on
+// the same server, so load from elsewhere affects them alike.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// allScenarios lists every scenario in the order they run.
+var allScenarios = []string{
+	"insert_bulk", "insert_single", "work_drain", "latency", "steady",
+	"bloat", "held_xmin", "scale", "naive",
+}
+
+// workerModeEnv, when set to 1, turns the binary into a worker process of the scale
+// scenario. It is an environment variable rather than a flag so -help does not show it.
+const workerModeEnv = "SKIPLOCK_BENCH_WORKER_MODE"
+
+// config is the parsed command line.
+type config struct {
+	databaseURL     string
+	schema          string
+	scenarios       []string
+	jobs            int
+	workers         int
+	pool            int
+	batch           int
+	producers       int
+	latencyJobs     int
+	latencyInterval time.Duration
+	steadyDuration  time.Duration
+	warmup          time.Duration
+	bloatRows       int
+	scaleProcs      []int
+	naiveWorkers    int
+	timeout         time.Duration
+	json            bool
+	plot            string
+	progress        bool
+	pgss            bool
+	explain         bool
+	cpuProfile      string
+	peers           []string
+	peersDir        string
+	keepSchema      bool
+	patchSQL        string // path of -patch-sql
+	patch           string // its contents
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if os.Getenv(workerModeEnv) == "1" {
+		cfg, err := parseFlags(os.Args[1:], os.Getenv, io.Discard)
+		if err == nil {
+			err = runWorkerProcess(ctx, cfg, os.Stdin, os.Stdout)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
+
+	cfg, err := parseFlags(os.Args[1:], os.Getenv, os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags parses and validates the command line. getenv supplies DATABASE_URL.
+func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*config, error) {
+	cfg := &config{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprintf(errOut, "usage: go run ./cmd/bench [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(allScenarios, ", "))
+		fs.PrintDefaults()
+	}
+	var scenarios, scaleProcs, peers string
+	fs.StringVar(&cfg.databaseURL, "database-url", getenv("DATABASE_URL"),
+		"PostgreSQL URL to benchmark against (default $DATABASE_URL; empty: start a throwaway local server)")
+	fs.StringVar(&cfg.schema, "schema", "skiplock_bench", "schema the benchmark owns; dropped and re-created before each scenario")
+	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
+	fs.IntVar(&cfg.jobs, "jobs", 50000, "N: jobs for insert_bulk, work_drain, bloat, scale and naive (insert_single uses N/10)")
+	fs.IntVar(&cfg.workers, "workers", 100, "worker slots (jobs run at once) per worker process")
+	fs.IntVar(&cfg.pool, "pool", 20, "maximum connections of each process's pool")
+	fs.IntVar(&cfg.batch, "batch", 5000, "jobs per driver.EnqueueMany call when bulk-loading")
+	fs.IntVar(&cfg.producers, "producers", 8, "enqueueing goroutines in insert_single, steady and held_xmin")
+	fs.IntVar(&cfg.latencyJobs, "latency-jobs", 500, "jobs enqueued in the latency scenario")
+	fs.DurationVar(&cfg.latencyInterval, "latency-interval", 10*time.Millisecond, "time between two enqueues of the latency scenario")
+	fs.DurationVar(&cfg.steadyDuration, "steady-duration", 15*time.Second, "length of steady and held_xmin")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "idle time between starting the workers and enqueueing in latency, steady and held_xmin")
+	fs.IntVar(&cfg.bloatRows, "bloat-rows", 1000000, "finished jobs in the table during bloat")
+	fs.StringVar(&scaleProcs, "scale-procs", "1,2,4", "worker process counts for scale")
+	fs.IntVar(&cfg.naiveWorkers, "naive-workers", 16, "goroutines (one connection each) of the naive design")
+	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up on a scenario after this long")
+	fs.BoolVar(&cfg.json, "json", false, "print one JSON object per scenario (the peers' format) instead of the table")
+	fs.StringVar(&cfg.plot, "plot", "", "write an SVG of throughput over time and latency distributions to this file")
+	fs.BoolVar(&cfg.progress, "progress", true, "draw a progress bar on stderr while a scenario runs (only on a terminal)")
+	fs.BoolVar(&cfg.pgss, "pg-stat-statements", false,
+		"preload pg_stat_statements on the throwaway server and print each scenario's top statements to stderr")
+	fs.BoolVar(&cfg.explain, "explain", false, "halfway through work_drain, bloat, steady and held_xmin, print the plans (EXPLAIN ANALYZE, BUFFERS via auto_explain) of a jobs_claim + jobs_complete_many, rolled back (needs superuser)")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file")
+	fs.StringVar(&peers, "peers", "", "after skiplock, run these peer harnesses on the same throwaway server: river, graphile-worker")
+	fs.StringVar(&cfg.peersDir, "peers-dir", "/work/shared/peers", "directory holding the peer harnesses (river/run.sh, graphile-worker/run.sh)")
+	fs.BoolVar(&cfg.keepSchema, "keep-schema", false, "leave the schema of the last scenario in place for inspection")
+	fs.StringVar(&cfg.patchSQL, "patch-sql", "",
+		"run this SQL file in the benchmark's schema after each install, e.g. a candidate CREATE OR REPLACE FUNCTION, to measure a change before it becomes a migration")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+
+	var err error
+	if cfg.scenarios, err = parseScenarios(scenarios); err != nil {
+		return nil, err
+	}
+	if cfg.scaleProcs, err = parseInts("scale-procs", scaleProcs, 1, 64); err != nil {
+		return nil, err
+	}
+	if cfg.peers, err = parsePeers(peers); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.patchSQL != "" {
+		b, err := os.ReadFile(cfg.patchSQL)
+		if err != nil {
+			return nil, fmt.Errorf("-patch-sql: %w", err)
+		}
+		cfg.patch = string(b)
+	}
+	return cfg, nil
+}
+
+func (c *config) validate() error {
+	checks := []struct {
+		ok  bool
+		msg string
+	}{
+		{c.jobs >= 10, fmt.Sprintf("-jobs must be at least 10, got %d", c.jobs)},
+		{c.workers >= 1 && c.workers <= 10000, fmt.Sprintf("-workers must be between 1 and 10000, got %d", c.workers)},
+		{c.pool >= 4, fmt.Sprintf("-pool must be at least 4, got %d", c.pool)},
+		{c.batch >= 1 && c.batch <= 100000, fmt.Sprintf("-batch must be between 1 and 100000 (jobs_enqueue_many's limit), got %d", c.batch)},
+		{c.producers >= 1, fmt.Sprintf("-producers must be at least 1, got %d", c.producers)},
+		{c.latencyJobs >= 1, fmt.Sprintf("-latency-jobs must be at least 1, got %d", c.latencyJobs)},
+		{c.latencyInterval >= 0, fmt.Sprintf("-latency-interval cannot be negative, got %s", c.latencyInterval)},
+		{c.steadyDuration > 0, fmt.Sprintf("-steady-duration must be positive, got %s", c.steadyDuration)},
+		{c.warmup >= 0, fmt.Sprintf("-warmup cannot be negative, got %s", c.warmup)},
+		{c.bloatRows >= 0, fmt.Sprintf("-bloat-rows cannot be negative, got %d", c.bloatRows)},
+		{c.naiveWorkers >= 1, fmt.Sprintf("-naive-workers must be at least 1, got %d", c.naiveWorkers)},
+		{c.timeout > 0, fmt.Sprintf("-timeout must be positive, got %s", c.timeout)},
+		{c.schema != "" && len(c.schema) <= 63, fmt.Sprintf("-schema must be 1 to 63 bytes, got %q", c.schema)},
+		{!strings.EqualFold(c.schema, "public") && !strings.HasPrefix(strings.ToLower(c.schema), "pg_"),
+			fmt.Sprintf("-schema %q would be dropped; give the benchmark a schema of its own", c.schema)},
+		{!c.pgss || c.databaseURL == "",
+			"-pg-stat-statements needs the throwaway server (no -database-url/DATABASE_URL): it resets the server's statistics"},
+		{len(c.peers) == 0 || c.databaseURL == "",
+			"-peers needs the throwaway server (no -database-url/DATABASE_URL): the peers create databases of their own"},
+	}
+	for _, ch := range checks {
+		if !ch.ok {
+			return errors.New(ch.msg)
+		}
+	}
+	return nil
+}
+
+// parseScenarios checks a comma-separated list against allScenarios and returns it in
+// run order, without duplicates.
+func parseScenarios(s string) ([]string, error) {
+	want := map[string]bool{}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if name == "all" {
+			for _, a := range allScenarios {
+				want[a] = true
+			}
+			continue
+		}
+		if !slices.Contains(allScenarios, name) {
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(allScenarios, ", "))
+		}
+		want[name] = true
+	}
+	var out []string
+	for _, a := range allScenarios {
+		if want[a] {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-scenarios names no scenario")
+	}
+	return out, nil
+}
+
+// parseInts parses a comma-separated list of distinct integers in [lo, hi], sorted.
+func parseInts(name, s string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("-%s: %q is not an integer between %d and %d", name, part, lo, hi)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-%s names no value", name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+var knownPeers = []string{"river", "graphile-worker"}
+
+func parsePeers(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !slices.Contains(knownPeers, p) {
+			return nil, fmt.Errorf("unknown peer %q (known: %s)", p, strings.Join(knownPeers, ", "))
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// gomaxprocs is reported with the settings: the Go side competes with PostgreSQL for CPUs.
+func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
