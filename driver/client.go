@@ -47,7 +47,7 @@ type Client struct {
 // The pool serves the claims, the batched completions and heartbeats, and each failed or
 // snoozed job's update; handlers that use the same pool for their own transactions need it
 // sized for that too (pgxpool's default MaxConns is small). The LISTEN connection is a
-// separate connection made from pool's configuration.
+// separate connection, made from Config.ListenerURL or else from pool's configuration.
 func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 	if pool == nil {
 		return nil, &InvalidError{Field: "pool", Problem: "must not be nil"}
@@ -56,6 +56,12 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	listenCfg := pool.Config().ConnConfig
+	if cfg.ListenerURL != "" {
+		if listenCfg, err = pgx.ParseConfig(cfg.ListenerURL); err != nil {
+			return nil, &InvalidError{Field: "Config.ListenerURL", Problem: err.Error()}
+		}
+	}
 	c := &Client{
 		pool:      pool,
 		cfg:       cfg,
@@ -63,7 +69,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		hook:      cfg.Hook,
 		handlers:  make(map[string]*handler, len(cfg.Handlers.byKind)),
 		producers: make(map[string]*producer, len(cfg.Queues)),
-		listenCfg: pool.Config().ConnConfig,
+		listenCfg: listenCfg,
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		fatal:     make(chan error, 1),

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Defaults and limits of the configuration. A zero field in [Config] or [QueueConfig] means
@@ -126,6 +128,20 @@ type Config struct {
 	// CompleteBatchSizeDefault.
 	CompleteBatchSize int
 
+	// ListenerURL is the connection string of the LISTEN connection, which wakes the fetch
+	// loops when jobs are enqueued. LISTEN needs a server session of its own: when the pool
+	// goes through a pooler in transaction mode (PgBouncer's pool_mode = transaction), give
+	// the server's direct address here. Empty means a connection made from the pool's
+	// configuration, unless that connection turns out to go through a pooler: then the
+	// client does not listen and polls every PollInterval (see "PgBouncer" in the package
+	// documentation). Must be empty when DisableListen is set. Defaults to "".
+	ListenerURL string
+
+	// DisableListen turns the LISTEN connection off: the fetch loops then learn of new jobs
+	// only by polling, every PollInterval, so a job waits half a PollInterval on average
+	// before it starts. Defaults to false.
+	DisableListen bool
+
 	// Logger receives the client's logs (connection trouble, failed jobs, shutdown). Jobs
 	// that succeed are not logged. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -236,6 +252,14 @@ func (c *Config) validate() (*Config, error) {
 		cfg.CompleteBatchSize = CompleteBatchSizeDefault
 	case cfg.CompleteBatchSize < 0 || cfg.CompleteBatchSize > BatchSizeMax:
 		return nil, invalid("CompleteBatchSize", "must be between 0 and %d, got %d", BatchSizeMax, cfg.CompleteBatchSize)
+	}
+	if cfg.ListenerURL != "" {
+		if cfg.DisableListen {
+			return nil, invalid("ListenerURL", "must be empty when DisableListen is set")
+		}
+		if _, err := pgx.ParseConfig(cfg.ListenerURL); err != nil {
+			return nil, invalid("ListenerURL", "%s", err)
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -50,6 +50,8 @@ func TestConfigValidation(t *testing.T) {
 		{"NegativeShutdownTimeout", func(c *driver.Config) { c.ShutdownTimeout = -time.Second }, "Config.ShutdownTimeout"},
 		{"NegativeBatchDelay", func(c *driver.Config) { c.CompleteBatchDelay = -time.Second }, "Config.CompleteBatchDelay"},
 		{"CompleteBatchTooBig", func(c *driver.Config) { c.CompleteBatchSize = 10001 }, "Config.CompleteBatchSize"},
+		{"BadListenerURL", func(c *driver.Config) { c.ListenerURL = "postgres://u:secret@host:notaport/db" }, "Config.ListenerURL"},
+		{"ListenerURLWithListenDisabled", func(c *driver.Config) { c.ListenerURL = "postgres://host/db"; c.DisableListen = true }, "Config.ListenerURL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

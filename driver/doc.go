@@ -56,10 +56,28 @@
 // which jobs finish. Claims of one queue are at least [Config.FetchCooldown] apart, so that
 // a storm of notifications becomes a few large claims rather than many small ones.
 //
-// The LISTEN connection is separate from the pool. When it fails it is reconnected with
+// The LISTEN connection is separate from the pool: [Config.ListenerURL], or else a
+// connection made from the pool's configuration. When it fails it is reconnected with
 // backoff, and every fetch loop is woken once it listens again, since notifications sent in
 // between are lost. Notifications cost nothing per job: the SQL functions send one per queue
-// and transaction.
+// and transaction. With [Config.DisableListen] the client polls only.
+//
+// # PgBouncer
+//
+// Claims, completions, heartbeats and enqueues work through PgBouncer in transaction pooling
+// mode: each is one call of a SQL function, in one transaction, with no session state. pgx's
+// default query exec mode prepares named statements, which PgBouncer before 1.21 (or without
+// max_prepared_statements) loses between transactions, so give the pool a mode that does not,
+// e.g. default_query_exec_mode=exec in its URL (cache_describe and simple_protocol work too).
+//
+// LISTEN needs a server session of its own, which transaction pooling does not give: set
+// [Config.ListenerURL] to a direct connection to PostgreSQL. Without it, the client checks
+// the connection it made from the pool's configuration, and when that goes through a pooler
+// (the backend process id the connection reports differs from pg_backend_pid(), as a
+// pooler answers with its own) it does not listen. At start the client logs which it does:
+// "listening for wake-ups on jobs_ready" (Info), or "LISTEN disabled: polling every 1s"
+// (Warn when a pooler was detected, Info with DisableListen). A polling client starts a job
+// half a [Config.PollInterval] after it became ready, on average.
 //
 // # Leases and heartbeats
 //
@@ -108,8 +126,8 @@
 //
 // # Observability
 //
-// The client logs through [log/slog] ([Config.Logger]): connection trouble, failed and
-// cancelled jobs, shutdown. Successful jobs are not logged. For metrics, a [Hook] receives an
+// The client logs through [log/slog] ([Config.Logger]): whether it listens or polls,
+// connection trouble, failed and cancelled jobs, shutdown. Successful jobs are not logged. For metrics, a [Hook] receives an
 // [Event] for every job started, completed, failed, snoozed, cancelled or lost, with the
 // handler's duration and, for starts, the time the job waited since it became ready.
 //
