@@ -28,6 +28,7 @@ CREATE TABLE jobs (
     CONSTRAINT jobs_kind_valid CHECK (kind <> '' AND octet_length(kind) <= 200),
     CONSTRAINT jobs_attempts_valid CHECK (attempts >= 0),
     CONSTRAINT jobs_max_attempts_valid CHECK (max_attempts >= 1),
+    CONSTRAINT jobs_run_at_finite CHECK (isfinite(run_at)),
     -- Exactly the running jobs hold a lease, and a lease has a holder. lease_holder stays
     -- after the job leaves running, as the record of who ran it last.
     CONSTRAINT jobs_lease_valid CHECK ((state = 'running') = (lease_expires_at IS NOT NULL)

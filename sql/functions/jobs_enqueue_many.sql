@@ -53,10 +53,6 @@ BEGIN
     IF v_n > 100000 THEN
         PERFORM _jobs_invalid('jobs_enqueue_many', 'kinds', 'must have at most 100000 elements');
     END IF;
-    IF v_n = 0 THEN
-        RETURN;
-    END IF;
-
     SELECT p.param INTO v_param
     FROM (VALUES ('kinds', array_ndims(jobs_enqueue_many.kinds)),
                  ('payloads', array_ndims(jobs_enqueue_many.payloads)),
@@ -83,6 +79,10 @@ BEGIN
     IF v_param IS NOT NULL THEN
         PERFORM _jobs_invalid('jobs_enqueue_many', v_param,
                               format('must be NULL or have as many elements as kinds (%s)', v_n));
+    END IF;
+
+    IF v_n = 0 THEN
+        RETURN;
     END IF;
 
     -- An array passed as NULL means the default for every job; a NULL element inside an

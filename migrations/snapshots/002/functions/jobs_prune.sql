@@ -3,7 +3,9 @@
 -- Promises: deletes up to max_jobs jobs in done or cancelled (and dead, when include_dead)
 --           whose finished_at is before now() - older_than, lowest id first. Never touches
 --           queued or running jobs. Call it repeatedly until it returns less than max_jobs
---           to catch up on a large backlog in short transactions.
+--           to catch up on a large backlog in short transactions. An older_than beyond 1000
+--           years is treated as 1000 years (nothing is that old; it avoids overflowing the
+--           timestamp range).
 -- Cost:     walks the primary key from the oldest id. There is deliberately no index on
 --           finished_at: every completion would pay for it, and old ids are the old jobs.
 -- Locks:    the deleted rows; skips rows locked by others (SKIP LOCKED).

@@ -3,8 +3,9 @@
 -- Promises: fenced like jobs_complete (false and no change when not held at this attempt).
 --           The job goes back to queued at run_at. attempts is never lowered, because the
 --           attempt number is the fencing token and must not be handed out twice; instead
---           max_attempts is raised by one, so the snoozed attempt does not count against the
---           job's budget. A job that is ready at once NOTIFYs jobs_ready at commit.
+--           max_attempts is raised by one (saturating at 2147483647), so the snoozed attempt
+--           does not count against the job's budget. A job that is ready at once NOTIFYs
+--           jobs_ready at commit.
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> queued; max_attempts + 1, lease cleared.
 -- Time:     now() (transaction start).

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/skiplock/skiplock"
+)
+
+// FuzzRunArgs runs the CLI with fuzzed arguments: argv is the argument list joined with NUL
+// bytes (which real arguments cannot contain). It never reaches a database: DATABASE_URL is
+// unset and calls passing --database-url to migrate or stats are skipped, so those commands
+// can only fail on their flags or on the missing database. For every call:
+//
+//   - run never panics;
+//   - a failing call writes nothing to stdout (no partial install script);
+//   - a successful `sql` prints one whole script: its header, BEGIN, the schema (quoted as
+//     an identifier, so no name can end the statement) when --schema is set, the check that
+//     the database is at version --from, one section per migration after it, and the
+//     version update and COMMIT at the end;
+//   - --from outside 0..latest is refused, whatever integer the flag package accepted.
+//
+// In a plain `go test` run only the seed corpus (testdata/fuzz/FuzzRunArgs) runs; fuzz it
+// with scripts/fuzz.
+func FuzzRunArgs(f *testing.F) {
+	f.Setenv("DATABASE_URL", "")
+	names, err := fs.Glob(skiplock.Migrations(), "*.sql")
+	if err != nil || len(names) == 0 {
+		f.Fatalf("no migrations embedded: %v", err)
+	}
+	latest := len(names)
+
+	f.Fuzz(func(t *testing.T, argv string) {
+		var args []string
+		if argv != "" {
+			args = strings.Split(argv, "\x00")
+		}
+		if len(args) > 0 && (args[0] == "migrate" || args[0] == "stats") {
+			for _, a := range args[1:] {
+				if strings.Contains(a, "database-url") {
+					t.Skip("would connect to a database")
+				}
+			}
+		}
+
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), args, &stdout, &stderr)
+		if err != nil && stdout.Len() > 0 {
+			t.Fatalf("run(%q) failed (%v) but wrote to stdout:\n%s", args, err, limit(stdout.String()))
+		}
+		if len(args) == 0 {
+			if err == nil {
+				t.Fatal("run with no arguments succeeded")
+			}
+			return
+		}
+		switch args[0] {
+		case "sql":
+			checkSQL(t, args[1:], latest, stdout.String(), err)
+		case "migrate", "stats":
+			if err == nil {
+				t.Fatalf("run(%q) succeeded without a database", args)
+			}
+		case "-h", "-help", "--help", "help":
+			if err != nil || stdout.String() != usage {
+				t.Fatalf("run(%q) = %v with stdout %q, want the usage", args, err, limit(stdout.String()))
+			}
+		default:
+			if err == nil || !strings.Contains(err.Error(), "unknown command") {
+				t.Fatalf("run(%q) = %v, want an unknown command error", args, err)
+			}
+		}
+	})
+}
+
+// checkSQL checks the outcome of `skiplock sql args...` against the same flags parsed here.
+func checkSQL(t *testing.T, args []string, latest int, out string, err error) {
+	t.Helper()
+	fs := flag.NewFlagSet("mirror", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	schema := fs.String("schema", "", "")
+	from := fs.Int("from", 0, "")
+	parseErr := fs.Parse(args)
+	if parseErr == nil && fs.NArg() > 0 {
+		parseErr = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err != nil {
+		if errors.Is(parseErr, flag.ErrHelp) != errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("sql %q: got %v, flag parsing gives %v", args, err, parseErr)
+		}
+		if parseErr == nil && *from >= 0 && *from <= latest {
+			t.Fatalf("sql %q: valid flags (schema %q, from %d) failed: %v", args, *schema, *from, err)
+		}
+		return
+	}
+	if parseErr != nil {
+		t.Fatalf("sql %q succeeded although its flags do not parse: %v", args, parseErr)
+	}
+	if *from < 0 || *from > latest {
+		t.Fatalf("sql %q: --from %d is outside 0..%d but a script was printed:\n%s", args, *from, latest, limit(out))
+	}
+	if !strings.HasPrefix(out, "-- skiplock install script: ") || !strings.Contains(out, "\nBEGIN;\n") {
+		t.Fatalf("sql %q: script does not start with its header and BEGIN:\n%s", args, limit(out))
+	}
+	if guard := fmt.Sprintf("this script upgrades from version %d,", *from); !strings.Contains(out, guard) {
+		t.Fatalf("sql %q: script does not check that the schema is at version %d:\n%s", args, *from, limit(out))
+	}
+	if end := fmt.Sprintf("\nUPDATE %s SET version = %d;\nCOMMIT;\n", skiplock.VersionTable, latest); !strings.HasSuffix(out, end) {
+		t.Fatalf("sql %q: script does not end with %q:\n…%s", args, end, out[max(0, len(out)-500):])
+	}
+	if n := strings.Count(out, "\n-- migration "); n != latest-*from {
+		t.Fatalf("sql %q: %d migration sections, want %d", args, n, latest-*from)
+	}
+	if *schema != "" {
+		quoted := `"` + strings.ReplaceAll(*schema, `"`, `""`) + `"`
+		want := "\nCREATE SCHEMA IF NOT EXISTS " + quoted + ";\nSET LOCAL search_path TO " + quoted + ";\n"
+		if !strings.Contains(out, want) {
+			t.Fatalf("sql %q: script does not create and use schema %s:\n%s", args, quoted, limit(out))
+		}
+	} else if strings.Contains(out, "CREATE SCHEMA IF NOT EXISTS") {
+		t.Fatalf("sql %q: no --schema, but the script creates one", args)
+	}
+}
+
+// limit cuts a script to its first lines for a failure message.
+func limit(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "\n…"
+	}
+	return s
+}
