@@ -31,6 +31,9 @@
 //	scale          work_drain with 1, 2 and 4 worker processes (this binary re-executed)
 //	naive          the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
 //	               transaction per job from -naive-workers goroutines, on the same server
+//	chaos          opt-in (only when -scenarios names it; throwaway server only): the chaos
+//	               suite of internal/chaos with N jobs, -chaos-workers processes and
+//	               -chaos-kills kills, fast and immediate restarts; see chaos.go
 //
 // The ratios at the end (work_drain to naive, bloat to work_drain, held_xmin to steady,
 // scale) are the numbers to compare across machines: both sides ran in the same run on
@@ -51,6 +54,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/skiplock/skiplock/internal/chaos"
 )
 
 // allScenarios lists every scenario in the order they run.
@@ -92,12 +97,16 @@ type config struct {
 	keepSchema      bool
 	patchSQL        string // path of -patch-sql
 	patch           string // its contents
+	chaos           chaosFlags
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if chaos.IsWorker() { // a worker process of the chaos scenario
+		os.Exit(chaos.WorkerMain())
+	}
 	if os.Getenv(workerModeEnv) == "1" {
 		cfg, err := parseFlags(os.Args[1:], os.Getenv, io.Discard)
 		if err == nil {
@@ -130,7 +139,8 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.Usage = func() {
-		fmt.Fprintf(errOut, "usage: go run ./cmd/bench [flags]\n\nscenarios: %s\n\nflags:\n", strings.Join(allScenarios, ", "))
+		fmt.Fprintf(errOut, "usage: go run ./cmd/bench [flags]\n\nscenarios: %s (opt-in: %s)\n\nflags:\n",
+			strings.Join(allScenarios, ", "), strings.Join(optInScenarios, ", "))
 		fs.PrintDefaults()
 	}
 	var scenarios, scaleProcs, peers string
@@ -163,6 +173,7 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	fs.BoolVar(&cfg.keepSchema, "keep-schema", false, "leave the schema of the last scenario in place for inspection")
 	fs.StringVar(&cfg.patchSQL, "patch-sql", "",
 		"run this SQL file in the benchmark's schema after each install, e.g. a candidate CREATE OR REPLACE FUNCTION, to measure a change before it becomes a migration")
+	cfg.chaos.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -223,7 +234,7 @@ func (c *config) validate() error {
 			return errors.New(ch.msg)
 		}
 	}
-	return nil
+	return c.chaos.validate(c)
 }
 
 // parseScenarios checks a comma-separated list against allScenarios and returns it in
@@ -241,13 +252,13 @@ func parseScenarios(s string) ([]string, error) {
 			}
 			continue
 		}
-		if !slices.Contains(allScenarios, name) {
-			return nil, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(allScenarios, ", "))
+		if !slices.Contains(scenarioOrder(), name) {
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(scenarioOrder(), ", "))
 		}
 		want[name] = true
 	}
 	var out []string
-	for _, a := range allScenarios {
+	for _, a := range scenarioOrder() {
 		if want[a] {
 			out = append(out, a)
 		}

@@ -85,6 +85,8 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 				res, err = r.scale(ctx, cfg.scaleProcs[i])
 			case "naive":
 				res, err = r.naive(ctx)
+			case "chaos":
+				res, err = r.chaos(ctx)
 			default:
 				err = fmt.Errorf("unknown scenario %q", name)
 			}
