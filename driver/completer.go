@@ -139,10 +139,15 @@ func (cp *completer) flush(ctx context.Context) {
 	cp.space.Broadcast()
 	cp.mu.Unlock()
 
-	for rest := batch; len(rest) > 0 && ctx.Err() == nil; {
+	rest := batch
+	for len(rest) > 0 && ctx.Err() == nil {
 		n := min(len(rest), BatchSizeMax)
 		cp.send(ctx, rest[:n])
 		rest = rest[n:]
+	}
+	if len(rest) > 0 {
+		cp.c.logger.Error("client stopped before completions could be recorded; those jobs run again after their lease expires",
+			slog.Int("jobs", len(rest)))
 	}
 
 	clear(batch) // let the executions go

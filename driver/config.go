@@ -109,8 +109,8 @@ type Config struct {
 
 	// RequeueInterval is how often this client calls jobs_requeue_expired, which takes back
 	// jobs whose lease expired (their worker died). Jittered by up to 25%; every client does
-	// it, and the call is cheap when nothing expired. -1 disables it. Defaults to
-	// RequeueIntervalDefault.
+	// it, and the call is cheap when nothing expired. At least 10ms; -1 disables it.
+	// Defaults to RequeueIntervalDefault.
 	RequeueInterval time.Duration
 
 	// ShutdownTimeout is how long shutdown waits for running handlers to return before

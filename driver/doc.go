@@ -134,9 +134,10 @@
 // # Goroutines
 //
 // A running client has one fetch loop per queue, one LISTEN goroutine, one requeuer, one
-// heartbeater and one completer. Jobs run on worker goroutines, at most one per slot: the
-// fetch loop hands a claimed job to an idle worker, or starts a worker when none is idle, and
-// a worker that has had no job for five seconds exits. A busy queue thus reuses its workers
+// heartbeater and one completer. Jobs run on worker goroutines, about one per slot (a claim
+// made just as a worker frees its slot may start one more): the fetch loop hands a claimed
+// job to an idle worker, or starts a worker when none is idle, and a worker that has had no
+// job for five seconds exits. A busy queue thus reuses its workers
 // (and their grown stacks) rather than starting a goroutine per job, and an idle client has
 // none.
 package driver

@@ -55,9 +55,11 @@ func (c *Client) listen(ctx context.Context) {
 // listenOnce connects, listens and dispatches notifications until the connection fails or
 // ctx is done.
 func (c *Client) listenOnce(ctx context.Context, b *backoff) error {
-	cctx, cancel := context.WithTimeout(ctx, opTimeout)
-	conn, err := pgx.ConnectConfig(cctx, c.listenCfg)
-	cancel()
+	// Connecting, the pooler check and LISTEN share one timeout, so that a connection that
+	// hangs during set-up is given up and made again.
+	sctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(sctx, c.listenCfg)
 	if err != nil {
 		return fmt.Errorf("failed to connect listener: %w", err)
 	}
@@ -69,16 +71,17 @@ func (c *Client) listenOnce(ctx context.Context, b *backoff) error {
 	// A pooler answers for the server with its own backend key data, so the process id it
 	// gave differs from the server's. Simple protocol: no prepared statement to lose.
 	var serverPID uint32
-	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&serverPID); err != nil {
+	if err := conn.QueryRow(sctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&serverPID); err != nil {
 		return fmt.Errorf("failed to query listener connection: %w", err)
 	}
 	pooled := serverPID != conn.PgConn().PID()
 	if pooled && c.cfg.ListenerURL == "" {
 		return errListenerPooled
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := conn.Exec(sctx, "LISTEN "+notifyChannel); err != nil {
 		return fmt.Errorf("failed to listen: %w", err)
 	}
+	cancel() // set-up done
 	b.reset()
 	via := "pool's configuration"
 	if c.cfg.ListenerURL != "" {

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// producer is one queue of a client: its fetch loop claims jobs into free slots and starts
-// a goroutine per claimed job.
+// producer is one queue of a client: its fetch loop claims jobs into free slots and hands
+// each to a worker goroutine.
 type producer struct {
 	c      *Client
 	queue  string
@@ -116,8 +116,7 @@ func (p *producer) run(ctx context.Context) {
 			want = true
 		case <-p.freed:
 		case <-poll.C:
-			want = true
-			poll.Reset(jitter(c.cfg.PollInterval, 0.1))
+			want = true // the claim rearms the timer
 		}
 	}
 }
@@ -193,9 +192,11 @@ func (p *producer) fetch(ctx context.Context) (full bool, err error) {
 const workerIdleTimeout = 5 * time.Second
 
 // worker runs jobs, starting with ex, in its own goroutine. The fetch loop hands each claimed
-// job to a worker waiting for one, or starts a new worker when none is: there are never more
-// workers than slots, a busy queue reuses them (and their grown stacks) instead of starting a
-// goroutine per job, and an idle queue has none once workerIdleTimeout has passed.
+// job to a worker waiting for one, or starts a new worker when none is: a busy queue reuses
+// its workers (and their grown stacks) instead of starting a goroutine per job, and an idle
+// queue has none once workerIdleTimeout has passed. A worker frees its slot before it waits
+// for the next job, so a claim in between may start a worker beyond the slots; the extra
+// workers take later jobs or exit when idle.
 func (p *producer) worker(ex *execution) {
 	idle := time.NewTimer(workerIdleTimeout)
 	defer idle.Stop()
@@ -333,35 +334,35 @@ func (c *Client) failJob(ex *execution, jobErr error, retryAt *time.Time, dur ti
 }
 
 func (c *Client) snoozeJob(ex *execution, delay time.Duration, jobErr error, dur time.Duration) {
-	var ok bool
-	if !c.record(ex, "snooze", func(ctx context.Context) error {
-		return c.pool.QueryRow(ctx, "SELECT jobs_snooze($1, $2, now() + $3::interval)", ex.row.ID, int32(ex.row.Attempt), delay).Scan(&ok)
-	}) {
-		return
+	if c.recordHeld(ex, "snooze", dur, "SELECT jobs_snooze($1, $2, now() + $3::interval)", ex.row.ID, int32(ex.row.Attempt), delay) {
+		c.emit(ex, EventSnoozed, JobStateQueued, dur, jobErr)
 	}
-	if !ok {
-		c.emit(ex, EventLost, "", dur, ErrNotHeld)
-		return
-	}
-	c.emit(ex, EventSnoozed, JobStateQueued, dur, jobErr)
 }
 
 func (c *Client) cancelJob(ex *execution, jobErr error, dur time.Duration) {
-	text := jobErr.Error()
-	var ok bool
-	if !c.record(ex, "cancel", func(ctx context.Context) error {
-		return c.pool.QueryRow(ctx, "SELECT jobs_cancel($1, $2, $3)", ex.row.ID, int32(ex.row.Attempt), text).Scan(&ok)
-	}) {
-		return
-	}
-	if !ok {
-		c.emit(ex, EventLost, "", dur, ErrNotHeld)
+	if !c.recordHeld(ex, "cancel", dur, "SELECT jobs_cancel($1, $2, $3)", ex.row.ID, int32(ex.row.Attempt), jobErr.Error()) {
 		return
 	}
 	c.logger.LogAttrs(c.workCtx, slog.LevelInfo, "job cancelled",
 		slog.Int64("job_id", ex.row.ID), slog.String("kind", ex.row.Kind), slog.String("queue", ex.row.Queue),
 		slog.Int("attempt", ex.row.Attempt), slog.Any("error", jobErr))
 	c.emit(ex, EventCancelled, JobStateCancelled, dur, jobErr)
+}
+
+// recordHeld records an outcome with sql, a fenced call returning whether the job was still
+// held. It reports whether the outcome was recorded; when the job was no longer held it
+// emits EventLost.
+func (c *Client) recordHeld(ex *execution, what string, dur time.Duration, sql string, args ...any) bool {
+	var held bool
+	if !c.record(ex, what, func(ctx context.Context) error {
+		return c.pool.QueryRow(ctx, sql, args...).Scan(&held)
+	}) {
+		return false
+	}
+	if !held {
+		c.emit(ex, EventLost, "", dur, ErrNotHeld)
+	}
+	return held
 }
 
 func (c *Client) emit(ex *execution, kind EventKind, state JobState, dur time.Duration, err error) {
