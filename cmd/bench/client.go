@@ -37,8 +37,7 @@ func enqueueMany(ctx context.Context, pool *pgxpool.Pool, payloads [][]byte) err
 
 // benchJob is what a bench handler sees of a claimed job.
 type benchJob struct {
-	ID      int64
-	Payload []byte
+	ID int64
 }
 
 // workerSet is the running workers of one process.
@@ -65,7 +64,7 @@ func startWorkers(ctx context.Context, pool *pgxpool.Pool, name string, slots in
 	handlers := driver.NewHandlers()
 	driver.AddHandler(handlers, benchKind, func(_ context.Context, job *driver.Job[json.RawMessage]) error {
 		if hooks.started != nil {
-			hooks.started(benchJob{ID: job.ID, Payload: job.Payload})
+			hooks.started(benchJob{ID: job.ID})
 		}
 		return nil
 	}, nil)

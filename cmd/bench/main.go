@@ -148,7 +148,7 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 		"PostgreSQL URL to benchmark against (default $DATABASE_URL; empty: start a throwaway local server)")
 	fs.StringVar(&cfg.schema, "schema", "skiplock_bench", "schema the benchmark owns; dropped and re-created before each scenario")
 	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
-	fs.IntVar(&cfg.jobs, "jobs", 50000, "N: jobs for insert_bulk, work_drain, bloat, scale and naive (insert_single uses N/10)")
+	fs.IntVar(&cfg.jobs, "jobs", 50000, "N: jobs for insert_bulk, work_drain, bloat, scale, naive and chaos (insert_single uses N/10)")
 	fs.IntVar(&cfg.workers, "workers", 100, "worker slots (jobs run at once) per worker process")
 	fs.IntVar(&cfg.pool, "pool", 20, "maximum connections of each process's pool")
 	fs.IntVar(&cfg.batch, "batch", 5000, "jobs per driver.EnqueueMany call when bulk-loading")

@@ -187,29 +187,35 @@ func loadAverage() (float64, bool) {
 // addRatioFields puts the side-by-side ratios on the JSON line of the later scenario of
 // each pair.
 func addRatioFields(res *result, byName map[string]*result) {
-	ratio := func(a, b *result) float64 { return round(a.jobsPerSec()/b.jobsPerSec(), 3) }
+	var base, key, note string
+	baseIsNumerator := false
 	switch {
 	case res.Scenario == "bloat":
-		if base, ok := byName["work_drain"]; ok {
-			res.add("ratio_to_work_drain", ratio(res, base))
-			res.note("%.2fx work_drain", ratio(res, base))
-		}
+		base, key, note = "work_drain", "ratio_to_work_drain", "%.2fx work_drain"
 	case res.Scenario == "held_xmin":
-		if base, ok := byName["steady"]; ok {
-			res.add("ratio_to_steady", ratio(res, base))
-			res.note("%.2fx steady", ratio(res, base))
-		}
+		base, key, note = "steady", "ratio_to_steady", "%.2fx steady"
 	case res.Scenario == "naive":
-		if sk, ok := byName["work_drain"]; ok {
-			res.add("skiplock_work_drain_ratio", ratio(sk, res))
-			res.note("skiplock work_drain is %.2fx this", ratio(sk, res))
-		}
+		base, key, note = "work_drain", "skiplock_work_drain_ratio", "skiplock work_drain is %.2fx this"
+		baseIsNumerator = true
 	case strings.HasPrefix(res.Scenario, "scale_") && res.Scenario != "scale_1p":
-		if base, ok := byName["scale_1p"]; ok {
-			res.add("ratio_to_1p", ratio(res, base))
-			res.note("%.2fx scale_1p", ratio(res, base))
-		}
+		base, key, note = "scale_1p", "ratio_to_1p", "%.2fx scale_1p"
+	default:
+		return
 	}
+	b, ok := byName[base]
+	if !ok {
+		return
+	}
+	num, den := res, b
+	if baseIsNumerator {
+		num, den = b, res
+	}
+	if den.jobsPerSec() <= 0 { // the ratio would be Inf or NaN, which JSON cannot encode
+		return
+	}
+	v := round(num.jobsPerSec()/den.jobsPerSec(), 3)
+	res.add(key, v)
+	res.note(note, v)
 }
 
 // ratioLines lists the ratios of this run for the table.
@@ -223,7 +229,7 @@ func ratioLines(byName map[string]*result, scaleProcs []int) []ratioLine {
 		}
 	}
 	pair("work_drain", "naive", "work_drain / naive", "skiplock vs the seed design (one job per transaction)")
-	pair("bloat", "work_drain", "bloat / work_drain", "drain with 1M finished jobs in the table vs a clean table (1.00: no cost)")
+	pair("bloat", "work_drain", "bloat / work_drain", "drain with -bloat-rows finished jobs in the table vs a clean table (1.00: no cost)")
 	pair("held_xmin", "steady", "held_xmin / steady", "steady with a snapshot held open vs without (1.00: no cost)")
 	for _, p := range scaleProcs {
 		if p != 1 {

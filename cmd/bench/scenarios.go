@@ -307,15 +307,16 @@ func (l *latencyRecorder) start(id int64, at time.Time) {
 	l.mu.Unlock()
 }
 
-// latencies returns handler start minus commit for every job that has both. A handler
-// can start before the enqueueing goroutine sees its commit acknowledged; such values are
-// counted in negative and clamped to zero, as the River peer does.
-func (l *latencyRecorder) latencies() (d []time.Duration, negative int) {
+// latencies returns handler start minus commit for every job that has both and started
+// no later than until (the zero time: whenever). A handler can start before the
+// enqueueing goroutine sees its commit acknowledged; such values are counted in negative
+// and clamped to zero, as the River peer does.
+func (l *latencyRecorder) latencies(until time.Time) (d []time.Duration, negative int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for id, c := range l.committed {
 		s, ok := l.started[id]
-		if !ok {
+		if !ok || (!until.IsZero() && s.After(until)) {
 			continue
 		}
 		v := s.Sub(c)
@@ -393,7 +394,7 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	if err := ws.Stop(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
-	lats, negative := rec.latencies()
+	lats, negative := rec.latencies(time.Time{})
 	res := &result{Scenario: "latency", Jobs: m, Seconds: elapsed.Seconds(), Series: samples}
 	res.setLatency("enqueue commit -> handler start", lats)
 	res.add("interval_ms", ms(r.cfg.latencyInterval))
@@ -498,7 +499,8 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 	if err := ws.Stop(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
-	lats, negative := rec.latencies()
+	// The workers drain the backlog until they stop; only starts in the window count.
+	lats, negative := rec.latencies(end)
 	secs := r.cfg.steadyDuration.Seconds()
 	res := &result{Scenario: name, Jobs: done, Seconds: secs, Series: samples}
 	res.setLatency("enqueue commit -> handler start", lats)

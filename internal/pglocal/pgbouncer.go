@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,7 +104,7 @@ type PgBouncer struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed once cmd has been waited for
 	waitErr error         // cmd.Wait's result; read after exited is closed
-	wd      *exec.Cmd     // the watchdog, if any
+	wd      *watchdog     // the watchdog, if any
 
 	closeOnce sync.Once
 	closeErr  error
@@ -230,7 +229,8 @@ func (b *PgBouncer) start(ctx context.Context, opts *PgBouncerOptions, runAs *ru
 		b.waitErr = cmd.Wait()
 		close(b.exited)
 	}()
-	b.wd = startPgBouncerWatchdog(cmd.Process.Pid, b.tmpDir, runAs)
+	// Best effort: without a watchdog, only a process that dies unclosed leaves pgbouncer.
+	b.wd, _ = startPgBouncerWatchdog(cmd.Process.Pid, b.tmpDir, runAs)
 
 	wctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
@@ -410,8 +410,7 @@ func (b *PgBouncer) terminate() error {
 
 func (b *PgBouncer) stopWatchdog() {
 	if b.wd != nil {
-		_ = b.wd.Process.Kill()
-		_ = b.wd.Wait()
+		b.wd.stop()
 		b.wd = nil
 	}
 }
@@ -433,20 +432,3 @@ done
 kill -TERM "$child" 2>/dev/null
 rm -rf "$dir"
 `
-
-// startPgBouncerWatchdog starts the watchdog, as the user running pgbouncer so that it may
-// signal it. It is best effort: on failure, or on systems without /bin/sh, there is none.
-func startPgBouncerWatchdog(child int, dir string, runAs *runAsUser) *exec.Cmd {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	cmd := exec.Command("/bin/sh", "-c", pgbouncerWatchdogScript, "pgbouncer-watchdog",
-		strconv.Itoa(os.Getpid()), strconv.Itoa(child), dir)
-	cmd.Dir = "/"
-	cmd.Env = pgEnv()
-	cmd.SysProcAttr = sysProcAttr(runAs, true)
-	if err := cmd.Start(); err != nil {
-		return nil
-	}
-	return cmd
-}

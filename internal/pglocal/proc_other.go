@@ -30,4 +30,6 @@ type watchdog struct{}
 
 func startWatchdog(string, string, string, *runAsUser) (*watchdog, error) { return nil, nil }
 
+func startPgBouncerWatchdog(int, string, *runAsUser) (*watchdog, error) { return nil, nil }
+
 func (*watchdog) stop() {}

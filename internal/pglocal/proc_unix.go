@@ -94,14 +94,25 @@ fi
 rm -rf "$dir"
 `
 
-// watchdog is the shell loop described in the package documentation.
+// watchdog runs watchdogScript or pgbouncerWatchdogScript in a session of its own.
 type watchdog struct {
 	cmd *exec.Cmd
 }
 
 func startWatchdog(pgCtl, dataDir, dir string, u *runAsUser) (*watchdog, error) {
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "pglocal-watchdog",
-		strconv.Itoa(os.Getpid()), pgCtl, dataDir, dir)
+	return startScript(watchdogScript, "pglocal-watchdog", u, pgCtl, dataDir, dir)
+}
+
+// startPgBouncerWatchdog starts pgbouncerWatchdogScript for child, as the user running
+// pgbouncer so that it may signal it.
+func startPgBouncerWatchdog(child int, dir string, u *runAsUser) (*watchdog, error) {
+	return startScript(pgbouncerWatchdogScript, "pgbouncer-watchdog", u, strconv.Itoa(child), dir)
+}
+
+// startScript runs a watchdog script in a session of its own, with this process's id as
+// $1 and args after it.
+func startScript(script, name string, u *runAsUser, args ...string) (*watchdog, error) {
+	cmd := exec.Command("/bin/sh", append([]string{"-c", script, name, strconv.Itoa(os.Getpid())}, args...)...)
 	cmd.Dir = "/"
 	cmd.Env = pgEnv()
 	cmd.SysProcAttr = sysProcAttr(u, true)
