@@ -69,7 +69,8 @@ CREATE TABLE jobs_settings (
     CONSTRAINT jobs_settings_pkey PRIMARY KEY (singleton),
     CONSTRAINT jobs_settings_singleton CHECK (singleton),
     CONSTRAINT jobs_settings_backoff_base_valid CHECK (backoff_base > interval '0'),
-    CONSTRAINT jobs_settings_backoff_cap_valid CHECK (backoff_cap >= backoff_base),
+    -- The upper bound keeps now() + the longest delay inside the timestamp range.
+    CONSTRAINT jobs_settings_backoff_cap_valid CHECK (backoff_cap >= backoff_base AND backoff_cap <= interval '100 years'),
     CONSTRAINT jobs_settings_backoff_jitter_valid CHECK (backoff_jitter >= 0 AND backoff_jitter <= 0.25)
 );
 INSERT INTO jobs_settings DEFAULT VALUES;

@@ -7,10 +7,11 @@
 -- jobs_cancel(id):
 -- Promises: a queued or running job becomes cancelled and true is returned; a job in any
 --           other state, or an unknown id, returns false and nothing changes. A worker still
---           running a cancelled job is fenced out: its jobs_complete returns false, jobs_fail
---           returns NULL and jobs_heartbeat returns false (the driver then cancels the
---           handler's context).
--- Locks:    the job's row; waits for a claim or completion in progress on it to commit.
+--           running a cancelled job is fenced out: its jobs_complete, jobs_snooze and fenced
+--           jobs_cancel return false, jobs_fail returns NULL and jobs_heartbeat returns false
+--           (the driver then cancels the handler's context).
+-- Locks:    the job's row, until the caller's transaction ends; waits for a claim or
+--           completion in progress on it to commit.
 -- States:   queued -> cancelled, running -> cancelled; finished_at = now(), lease cleared.
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id is NULL.

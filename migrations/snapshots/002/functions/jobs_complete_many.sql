@@ -3,7 +3,7 @@
 -- Promises: for each (ids[i], attempts[i]) the same fenced rule as jobs_complete; pairs whose
 --           job is no longer held at that attempt are left alone and missing from the result.
 --           A duplicate pair counts once.
--- Locks:    the completed rows, until the caller's transaction ends. Rows are updated in id
+-- Locks:    the completed rows, until the caller's transaction ends. Rows are locked in id
 --           order, so two overlapping batches cannot deadlock each other.
 -- States:   running -> done; sets finished_at = now(), clears lease_expires_at.
 -- Time:     now() (transaction start).

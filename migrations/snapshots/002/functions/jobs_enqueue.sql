@@ -11,9 +11,9 @@
 -- Locks:    inserts one row; with unique_key, may briefly wait on a concurrent insert.
 -- States:   new job in queued.
 -- Time:     now() (transaction start) is the default run_at and decides readiness.
--- Errors:   22023 when kind, queue or unique_key is NULL/empty (unique_key may be NULL) or
---           longer than 200 bytes, payload is NULL, run_at is NULL or infinite, priority is NULL, or
---           max_attempts is NULL or < 1.
+-- Errors:   22023 when kind or queue is NULL, empty or longer than 200 bytes, unique_key is
+--           empty or longer than 200 bytes, payload is NULL, run_at is NULL or infinite,
+--           priority is NULL, or max_attempts is NULL or < 1.
 CREATE OR REPLACE FUNCTION jobs_enqueue(
     kind         text,
     payload      jsonb       DEFAULT '{}',

@@ -8,7 +8,8 @@
 --           unique_key (also when an earlier element of the same call took the key).
 --           One NOTIFY on jobs_ready per distinct queue that got a new job ready now.
 --           All or nothing: a bad element raises and inserts no job of the call.
--- Locks:    inserts rows; with unique_keys, may briefly wait on concurrent inserts of a key.
+-- Locks:    inserts rows; with unique_keys, may briefly wait on concurrent inserts of a key
+--           (keys are inserted in (queue, unique_key) order, so two batches cannot deadlock).
 -- States:   new jobs in queued.
 -- Time:     now() (transaction start).
 -- Errors:   22023 naming the parameter and element, e.g. 'kinds[3] must be ...', for the
@@ -89,8 +90,7 @@ BEGIN
     -- array that was passed is an error, as it is for jobs_enqueue. Arrays are copied with
     -- rebased so that element i is at index i whatever lower bound the caller's array had
     -- ('[0:1]={a,b}' is legal SQL).
-    v_kinds        := CASE WHEN jobs_enqueue_many.kinds IS NULL THEN NULL
-                       WHEN array_lower(jobs_enqueue_many.kinds, 1) = 1 THEN jobs_enqueue_many.kinds
+    v_kinds        := CASE WHEN array_lower(jobs_enqueue_many.kinds, 1) = 1 THEN jobs_enqueue_many.kinds
                        ELSE ARRAY(SELECT unnest(jobs_enqueue_many.kinds)) END;
     v_payloads     := CASE WHEN jobs_enqueue_many.payloads IS NULL THEN array_fill('{}'::jsonb, ARRAY[v_n])
                        WHEN array_lower(jobs_enqueue_many.payloads, 1) = 1 THEN jobs_enqueue_many.payloads
@@ -173,7 +173,10 @@ BEGIN
                         v_max_attempts, v_unique_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at,
                                                                            priority, max_attempts,
                                                                            unique_key, ord)
-            ORDER BY t.ord
+            -- Inserted in key order, not input order (each input keeps the id drawn for it):
+            -- two batches waiting on each other's uncommitted keys then always wait in the
+            -- same order, so they cannot deadlock. t.ord keeps the earlier of two equal keys first.
+            ORDER BY t.queue, t.unique_key, t.ord
             ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
             DO NOTHING
             RETURNING id

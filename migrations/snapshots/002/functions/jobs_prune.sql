@@ -8,7 +8,8 @@
 --           timestamp range).
 -- Cost:     walks the primary key from the oldest id. There is deliberately no index on
 --           finished_at: every completion would pay for it, and old ids are the old jobs.
--- Locks:    the deleted rows; skips rows locked by others (SKIP LOCKED).
+-- Locks:    the deleted rows, until the caller's transaction ends; skips rows locked by
+--           others (SKIP LOCKED).
 -- States:   removes done/cancelled/dead rows.
 -- Time:     now() (transaction start).
 -- Errors:   22023 when older_than is NULL or negative, include_dead is NULL, or max_jobs is
@@ -50,8 +51,8 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     )
     DELETE FROM jobs j
-    USING doomed
-    WHERE j.id = doomed.id;
+    -- Through jobs_pkey; a join with doomed may be planned as a scan of the whole table.
+    WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
     GET DIAGNOSTICS v_count = ROW_COUNT;
     RETURN v_count;
 END;

@@ -13,6 +13,7 @@
 -- Locks:    the expired rows, until the caller's transaction ends.
 -- States:   running -> queued, or running -> dead (finished_at set).
 -- Time:     now() (transaction start).
+-- Errors:   none.
 CREATE OR REPLACE FUNCTION jobs_requeue_expired()
 RETURNS integer
 LANGUAGE plpgsql

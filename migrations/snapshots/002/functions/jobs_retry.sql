@@ -6,7 +6,7 @@
 --           max_attempts is raised to attempts + 1 when needed so the job gets at least one
 --           more attempt. last_error and the errors history are kept. NOTIFYs jobs_ready at
 --           commit.
--- Locks:    the job's row.
+-- Locks:    the job's row, until the caller's transaction ends.
 -- States:   dead -> queued, cancelled -> queued; finished_at cleared.
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id is NULL; 23505 (unique_violation) when the job has a unique_key
