@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/skiplock/skiplock/tests/internal/jobstest"
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
@@ -84,26 +85,11 @@ func queryOne[T any](t *testing.T, conn *pgx.Conn, sql string, args ...any) T {
 	return v
 }
 
-// checksum digests every row of jobs and of jobs_settings: equal checksums mean no column
-// of any row changed, none was added and none removed.
-func checksum(t *testing.T, conn *pgx.Conn) string {
-	t.Helper()
-	return queryOne[string](t, conn,
-		`SELECT coalesce((SELECT md5(string_agg(j::text, ',' ORDER BY j.id)) FROM jobs j), 'no jobs')
-		        || '/' || coalesce((SELECT md5(string_agg(s::text, ',')) FROM jobs_settings s), 'no settings')`)
-}
-
 // requireInvalid checks that err is the error _jobs_invalid raises for param of fn:
 // SQLSTATE 22023, the message '<fn>: <param> <problem>' and param in the COLUMN field.
 func requireInvalid(t *testing.T, err error, fn, param string) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("call succeeded, want SQLSTATE 22023 naming %s", param)
-	}
-	pgErr := requirePgError(t, err, "22023")
-	if pgErr.ColumnName != param {
-		t.Errorf("COLUMN of the error = %q, want %q (message: %s)", pgErr.ColumnName, param, pgErr.Message)
-	}
+	pgErr := jobstest.RequireInvalid(t, err, param)
 	if prefix := fn + ": " + param + " "; !strings.HasPrefix(pgErr.Message, prefix) {
 		t.Errorf("message %q does not start with %q", pgErr.Message, prefix)
 	}
@@ -115,18 +101,6 @@ func asPgError(err error) *pgconn.PgError {
 		return pgErr
 	}
 	return nil
-}
-
-func requirePgError(t *testing.T, err error, code string) *pgconn.PgError {
-	t.Helper()
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		t.Fatalf("got error %v, want a PostgreSQL error with SQLSTATE %s", err, code)
-	}
-	if pgErr.Code != code {
-		t.Fatalf("got SQLSTATE %s (%s), want %s", pgErr.Code, pgErr.Message, code)
-	}
-	return pgErr
 }
 
 // A fixture is a database with a job in every state, for calls that must change nothing to
@@ -171,13 +145,13 @@ func newFixture(t *testing.T) *fixture {
 	if want := "1:running:1 2:queued:0 3:done:1 4:dead:1 5:cancelled:0 6:dead:1 7:queued:0"; got != want {
 		t.Fatalf("fixture is %q, want %q", got, want)
 	}
-	return &fixture{testBundle: b, before: checksum(t, c)}
+	return &fixture{testBundle: b, before: jobstest.TableChecksum(t, c)}
 }
 
 // unchanged fails the test when the fixture's tables differ from how they were built.
 func (f *fixture) unchanged(t *testing.T, conn *pgx.Conn, what string) {
 	t.Helper()
-	if after := checksum(t, conn); after != f.before {
+	if after := jobstest.TableChecksum(t, conn); after != f.before {
 		t.Errorf("%s changed the tables", what)
 	}
 }
@@ -510,7 +484,7 @@ func TestInvalidArguments(t *testing.T) {
 				if err == nil {
 					t.Fatalf("%s succeeded, want SQLSTATE %s", tc.sql, tc.code)
 				}
-				requirePgError(t, err, tc.code)
+				pgtest.RequirePgError(t, err, tc.code)
 			} else {
 				requireInvalid(t, err, tc.fn, tc.param)
 			}
@@ -889,7 +863,7 @@ func TestPayloads(t *testing.T) {
 				if err == nil {
 					t.Fatal("a jsonb string with \\u0000 was accepted")
 				}
-				requirePgError(t, err, "22P05")
+				pgtest.RequirePgError(t, err, "22P05")
 				return
 			}
 			if err != nil {
@@ -1154,10 +1128,10 @@ func deref(s *string) string {
 // tables as they were.
 func refuse(t *testing.T, conn *pgx.Conn, fn, param, sql string, args ...any) {
 	t.Helper()
-	before := checksum(t, conn)
+	before := jobstest.TableChecksum(t, conn)
 	_, err := call(t.Context(), conn, sql, args...)
 	requireInvalid(t, err, fn, param)
-	if checksum(t, conn) != before {
+	if jobstest.TableChecksum(t, conn) != before {
 		t.Errorf("%s failed but changed the tables", sql)
 	}
 }

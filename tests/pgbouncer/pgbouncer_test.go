@@ -345,7 +345,7 @@ func drain(t *testing.T, b *testBundle, pool *pgxpool.Pool, run *drainRun, n, li
 	}()
 	began := time.Now()
 	ids := produce(t, pool, n)
-	waitUntil(t, time.Minute, fmt.Sprintf("%d jobs done", n), func() bool {
+	pgtest.WaitFor(t, time.Minute, fmt.Sprintf("%d jobs done", n), func() bool {
 		return queryInt(t, b.direct, "SELECT count(*) FROM jobs WHERE state = 'done'") == n
 	})
 	close(stopSampling)
@@ -360,7 +360,7 @@ func drain(t *testing.T, b *testBundle, pool *pgxpool.Pool, run *drainRun, n, li
 	}
 	// Completions are batched and sent after the job's handler returned: wait for the
 	// handlers' count to match, then check exactly-once.
-	waitUntil(t, 10*time.Second, "every handler returned", func() bool { return run.total.Load() >= int64(n) })
+	pgtest.WaitFor(t, 10*time.Second, "every handler returned", func() bool { return run.total.Load() >= int64(n) })
 	run.checkExactlyOnce(t, b, ids)
 	return ids
 }
@@ -409,7 +409,7 @@ func TestDirectListener(t *testing.T) {
 		Lease:        time.Minute,
 		Logger:       b.logger,
 	})
-	waitUntil(t, 10*time.Second, "the client listening", func() bool {
+	pgtest.WaitFor(t, 10*time.Second, "the client listening", func() bool {
 		return b.logs.has(slog.LevelInfo, "listening for wake-ups on jobs_ready", "listener", "Config.ListenerURL")
 	})
 	if n := b.listening(t); n != 1 {
@@ -457,7 +457,7 @@ func TestSessionModeListener(t *testing.T) {
 		PollInterval: 10 * time.Second,
 		Logger:       b.logger,
 	})
-	waitUntil(t, 10*time.Second, "the client listening", func() bool {
+	pgtest.WaitFor(t, 10*time.Second, "the client listening", func() bool {
 		return b.logs.has(slog.LevelInfo, "listening for wake-ups on jobs_ready", "listener", "Config.ListenerURL")
 	})
 	if !b.logs.hasMessage("the LISTEN connection (Config.ListenerURL) goes through a connection pooler") {
@@ -484,7 +484,7 @@ func TestPollingFallback(t *testing.T) {
 		Lease:        time.Minute,
 		Logger:       b.logger,
 	})
-	waitUntil(t, 10*time.Second, "the polling warning", func() bool {
+	pgtest.WaitFor(t, 10*time.Second, "the polling warning", func() bool {
 		return b.logs.has(slog.LevelWarn, "LISTEN disabled: polling every 50ms", "poll_interval", pollInterval.String())
 	})
 	if !b.logs.hasAttrContaining("LISTEN disabled: polling every 50ms", "reason", "connection pooler") {
@@ -518,7 +518,7 @@ func TestDisableListen(t *testing.T) {
 		PollInterval:  20 * time.Millisecond,
 		Logger:        b.logger,
 	})
-	waitUntil(t, 10*time.Second, "the polling message", func() bool {
+	pgtest.WaitFor(t, 10*time.Second, "the polling message", func() bool {
 		return b.logs.has(slog.LevelInfo, "LISTEN disabled: polling every 20ms", "reason", "Config.DisableListen is set")
 	})
 	drain(t, b, pool, run, 200, 0)
@@ -603,7 +603,7 @@ func TestOutcomes(t *testing.T) {
 		}
 		ids[kind] = id
 	}
-	waitUntil(t, 30*time.Second, "every job finished", func() bool {
+	pgtest.WaitFor(t, 30*time.Second, "every job finished", func() bool {
 		return queryInt(t, b.direct, "SELECT count(*) FROM jobs WHERE finished_at IS NOT NULL") == len(want)
 	})
 	for kind, state := range want {
@@ -851,18 +851,6 @@ func queryInt(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
-}
-
-// waitUntil polls cond every 10ms until it is true, failing the test after timeout.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // logRecorder is a slog.Handler that keeps every record for assertions and writes it to

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skiplock/skiplock/internal/pglocal"
@@ -218,4 +219,30 @@ func NewServer(t testing.TB) *pglocal.Server {
 		}
 	})
 	return srv
+}
+
+// RequirePgError checks that err is a PostgreSQL error with SQLSTATE code and returns it.
+func RequirePgError(t testing.TB, err error, code string) *pgconn.PgError {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		t.Fatalf("got error %v, want a PostgreSQL error with SQLSTATE %s", err, code)
+	}
+	if pgErr.Code != code {
+		t.Fatalf("got SQLSTATE %s (%s), want %s", pgErr.Code, pgErr.Message, code)
+	}
+	return pgErr
+}
+
+// WaitFor polls cond every 10ms until it holds, failing the test after timeout. what
+// names the awaited condition in the failure.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

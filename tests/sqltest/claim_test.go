@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
 // TestClaimConcurrentSessions: 16 sessions claim 20,000 jobs in batches and complete them in
@@ -359,7 +361,7 @@ func TestClaimFutureJobs(t *testing.T) {
 			"SELECT jobs_enqueue('k', queue => 'a', run_at => clock_timestamp() + interval '1 second')")
 		runAt := getJob(t, b.conn, id).RunAt
 		emptyPolls := 0
-		waitFor(t, 10*time.Second, "the future job to become claimable", func() bool {
+		pgtest.WaitFor(t, 10*time.Second, "the future job to become claimable", func() bool {
 			tx, err := b.conn.Begin(t.Context())
 			if err != nil {
 				t.Fatal(err)

@@ -3,6 +3,8 @@ package sqltest
 import (
 	"strings"
 	"testing"
+
+	"github.com/skiplock/skiplock/tests/internal/jobstest"
 )
 
 // TestInvalidArguments: every bad argument is refused with SQLSTATE 22023, the parameter's
@@ -24,7 +26,7 @@ func TestInvalidArguments(t *testing.T) {
 	enqueue(t, b.conn, "queue => 'done'")
 	j := claimOne(t, b.conn, "w", "done", "1 hour")
 	mustExec(t, b.conn, "SELECT jobs_complete($1, $2)", j.ID, j.Attempt)
-	before := tableChecksum(t, b.conn)
+	before := jobstest.TableChecksum(t, b.conn)
 
 	for _, tc := range []struct {
 		name  string
@@ -134,17 +136,11 @@ func TestInvalidArguments(t *testing.T) {
 				rows.Close()
 				err = rows.Err()
 			}
-			if err == nil {
-				t.Fatalf("%s succeeded, want SQLSTATE 22023 naming %s", tc.sql, tc.param)
-			}
-			pgErr := requirePgError(t, err, "22023")
-			if pgErr.ColumnName != tc.param {
-				t.Errorf("COLUMN of the error = %q, want %q (message: %s)", pgErr.ColumnName, tc.param, pgErr.Message)
-			}
+			pgErr := jobstest.RequireInvalid(t, err, tc.param)
 			if !strings.Contains(pgErr.Message, tc.param) {
 				t.Errorf("message %q does not name %s", pgErr.Message, tc.param)
 			}
-			if after := tableChecksum(t, conn); after != before {
+			if after := jobstest.TableChecksum(t, conn); after != before {
 				t.Errorf("%s changed the tables although it failed", tc.sql)
 			}
 		})
@@ -157,7 +153,7 @@ func TestUnknownIDIsNotAnError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	enqueue(t, b.conn, "")
-	before := tableChecksum(t, b.conn)
+	before := jobstest.TableChecksum(t, b.conn)
 	const unknown = 987654321
 
 	for _, sql := range []string{
@@ -184,7 +180,7 @@ func TestUnknownIDIsNotAnError(t *testing.T) {
 			t.Errorf("%s with an unknown id returned %v", sql, got)
 		}
 	}
-	if after := tableChecksum(t, b.conn); after != before {
+	if after := jobstest.TableChecksum(t, b.conn); after != before {
 		t.Fatal("calls with an unknown id changed the tables")
 	}
 }

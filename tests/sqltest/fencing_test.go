@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skiplock/skiplock/tests/internal/jobstest"
+	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
 // fenceResults is what each fenced function returned to a caller quoting (id, attempt).
@@ -103,11 +106,11 @@ func TestFencing(t *testing.T) {
 		b := setup(t)
 		id := enqueue(t, b.conn, "")
 		j := claimOne(t, b.conn, "w", "", "1 minute")
-		before := tableChecksum(t, b.conn)
+		before := jobstest.TableChecksum(t, b.conn)
 		for _, attempt := range []int32{j.Attempt - 1, j.Attempt + 1} {
 			requireFencedOut(t, callFenced(t, b, id, attempt))
 		}
-		if tableChecksum(t, b.conn) != before {
+		if jobstest.TableChecksum(t, b.conn) != before {
 			t.Fatal("calls with the wrong attempt changed the table")
 		}
 	})
@@ -120,9 +123,9 @@ func TestFencing(t *testing.T) {
 		if !queryOne[bool](t, b.conn, "SELECT jobs_complete($1, $2)", id, j.Attempt) {
 			t.Fatal("jobs_complete returned false")
 		}
-		before := tableChecksum(t, b.conn)
+		before := jobstest.TableChecksum(t, b.conn)
 		requireFencedOut(t, callFenced(t, b, id, j.Attempt))
-		if tableChecksum(t, b.conn) != before {
+		if jobstest.TableChecksum(t, b.conn) != before {
 			t.Fatal("calls on a done job changed the table")
 		}
 	})
@@ -179,13 +182,13 @@ func TestCancel(t *testing.T) {
 		j = claimOne(t, b.conn, "w", "", "1 minute")
 		mustExec(t, b.conn, "SELECT jobs_fail($1, $2, 'boom')", dead, j.Attempt)
 
-		before := tableChecksum(t, b.conn)
+		before := jobstest.TableChecksum(t, b.conn)
 		for _, id := range []int64{done, cancelled, dead, 999999} {
 			if queryOne[bool](t, b.conn, "SELECT jobs_cancel($1)", id) {
 				t.Errorf("jobs_cancel(%d) returned true", id)
 			}
 		}
-		if tableChecksum(t, b.conn) != before {
+		if jobstest.TableChecksum(t, b.conn) != before {
 			t.Fatal("refused cancels changed the table")
 		}
 	})
@@ -261,13 +264,13 @@ func TestRetry(t *testing.T) {
 			t.Fatalf("setup: job %d is %s", running, j.State)
 		}
 
-		before := tableChecksum(t, b.conn)
+		before := jobstest.TableChecksum(t, b.conn)
 		for _, id := range []int64{queued, running, done, 999999} {
 			if queryOne[bool](t, b.conn, "SELECT jobs_retry($1)", id) {
 				t.Errorf("jobs_retry(%d) returned true", id)
 			}
 		}
-		if tableChecksum(t, b.conn) != before {
+		if jobstest.TableChecksum(t, b.conn) != before {
 			t.Fatal("refused retries changed the table")
 		}
 	})
@@ -355,7 +358,7 @@ func TestHeartbeat(t *testing.T) {
 		}
 
 		// Past the original lease, the job is still the holder's.
-		waitFor(t, 10*time.Second, "the original lease to pass", func() bool {
+		pgtest.WaitFor(t, 10*time.Second, "the original lease to pass", func() bool {
 			return queryOne[bool](t, b.conn, "SELECT clock_timestamp() > $1", j.LeaseExpiresAt)
 		})
 		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 0 {

@@ -2,7 +2,6 @@ package sqltest
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -172,46 +171,13 @@ func getJob(t *testing.T, q querier, id int64) jobRow {
 	return r
 }
 
-// waitFor polls cond every 20ms until it holds, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // waitLeasesExpired waits until the database clock has passed every running job's lease.
 func waitLeasesExpired(t *testing.T, q querier) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "leases to expire", func() bool {
+	pgtest.WaitFor(t, 10*time.Second, "leases to expire", func() bool {
 		return queryOne[bool](t, q,
 			"SELECT NOT EXISTS (SELECT FROM jobs WHERE state = 'running' AND lease_expires_at >= clock_timestamp())")
 	})
-}
-
-// tableChecksum digests every row of jobs and jobs_settings.
-func tableChecksum(t *testing.T, q querier) string {
-	t.Helper()
-	return queryOne[string](t, q,
-		`SELECT coalesce((SELECT md5(string_agg(j::text, ',' ORDER BY id)) FROM jobs j), 'empty')
-		        || '/' || (SELECT md5(string_agg(s::text, ',')) FROM jobs_settings s)`)
-}
-
-// requirePgError checks that err is a PostgreSQL error with the given SQLSTATE.
-func requirePgError(t *testing.T, err error, code string) *pgconn.PgError {
-	t.Helper()
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		t.Fatalf("got error %v, want a PostgreSQL error with SQLSTATE %s", err, code)
-	}
-	if pgErr.Code != code {
-		t.Fatalf("got SQLSTATE %s (%s), want %s", pgErr.Code, pgErr.Message, code)
-	}
-	return pgErr
 }
 
 func containsAll(s string, subs ...string) bool {

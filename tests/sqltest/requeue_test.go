@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/skiplock/skiplock/tests/internal/jobstest"
+	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
 func TestRequeueExpired(t *testing.T) {
@@ -21,7 +24,7 @@ func TestRequeueExpired(t *testing.T) {
 		if len(short) != 5 || len(long) != 2 {
 			t.Fatalf("claimed %d + %d jobs, want 5 + 2", len(short), len(long))
 		}
-		waitFor(t, 10*time.Second, "short leases to expire", func() bool {
+		pgtest.WaitFor(t, 10*time.Second, "short leases to expire", func() bool {
 			return queryOne[bool](t, b.conn, "SELECT clock_timestamp() > $1", short[0].LeaseExpiresAt)
 		})
 		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 5 {
@@ -134,11 +137,11 @@ func TestRequeueExpired(t *testing.T) {
 		b := setup(t)
 		enqueue(t, b.conn, "")
 		claimOne(t, b.conn, "w", "", "1 hour")
-		before := tableChecksum(t, b.conn)
+		before := jobstest.TableChecksum(t, b.conn)
 		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 0 {
 			t.Fatalf("jobs_requeue_expired() = %d, want 0", n)
 		}
-		if tableChecksum(t, b.conn) != before {
+		if jobstest.TableChecksum(t, b.conn) != before {
 			t.Fatal("jobs_requeue_expired with nothing expired changed the table")
 		}
 	})

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
 // enqueueKeyConcurrently has every conn begin a transaction, waits until all have, then lets
@@ -98,7 +100,7 @@ func TestUniqueKey(t *testing.T) {
 		}
 		ids := enqueueKeyConcurrently(t, conns, "q", "k1", func() {
 			// Roll back once every waiter is blocked on the holder's row.
-			waitFor(t, 10*time.Second, "the enqueuers to block", func() bool {
+			pgtest.WaitFor(t, 10*time.Second, "the enqueuers to block", func() bool {
 				return queryOne[int64](t, b.conn,
 					"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") == int64(len(conns))
 			})

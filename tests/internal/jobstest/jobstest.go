@@ -1,0 +1,45 @@
+// Package jobstest holds the assertions about skiplock's tables and errors that more than
+// one SQL test package makes.
+package jobstest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/skiplock/skiplock/tests/pgtest"
+)
+
+// Querier is a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// TableChecksum digests every row of jobs and of jobs_settings: equal checksums mean no
+// column of any row changed, none was added and none removed.
+func TableChecksum(t testing.TB, q Querier) string {
+	t.Helper()
+	const sql = `SELECT coalesce((SELECT md5(string_agg(j::text, ',' ORDER BY j.id)) FROM jobs j), 'no jobs')
+	        || '/' || coalesce((SELECT md5(string_agg(s::text, ',')) FROM jobs_settings s), 'no settings')`
+	var sum string
+	if err := q.QueryRow(t.Context(), sql).Scan(&sum); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return sum
+}
+
+// RequireInvalid checks that err is the error _jobs_invalid raises for param: SQLSTATE
+// 22023 with param in the COLUMN field. It returns the error for checks of its message.
+func RequireInvalid(t testing.TB, err error, param string) *pgconn.PgError {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("call succeeded, want SQLSTATE 22023 naming %s", param)
+	}
+	pgErr := pgtest.RequirePgError(t, err, "22023")
+	if pgErr.ColumnName != param {
+		t.Errorf("COLUMN of the error = %q, want %q (message: %s)", pgErr.ColumnName, param, pgErr.Message)
+	}
+	return pgErr
+}
