@@ -356,15 +356,22 @@ func (r *runner) rowLock(ctx context.Context, f *Fault) error {
 	return nil
 }
 
-// holdXmin holds a REPEATABLE READ snapshot on the jobs table open for d, from now on,
-// reopening it when a restart ends its session. It runs beside the fault loop.
+// holdXmin holds a REPEATABLE READ snapshot on the jobs table open for d in all, from now
+// on, reopening it when a restart or termination ends its session. The time such a fault
+// takes away is made up afterwards (within 3d), so the run always gets the snapshot it
+// promised, whatever other fault the random schedule puts inside the window. It runs beside
+// the fault loop.
 func (r *runner) holdXmin(ctx context.Context, d time.Duration) *Fault {
 	f := &Fault{Kind: faultHeldXmin, Target: "snapshot", at: time.Now()}
-	until := f.at.Add(d)
+	deadline := f.at.Add(3 * d)
 	var held time.Duration
-	for time.Now().Before(until) && ctx.Err() == nil {
+	for held < d && time.Now().Before(deadline) && ctx.Err() == nil {
+		until := time.Now().Add(d - held)
+		if until.After(deadline) {
+			until = deadline
+		}
 		held += r.holdXminOnce(ctx, until)
-		if time.Now().Before(until) {
+		if held < d {
 			_ = sleepCtx(ctx, 200*time.Millisecond)
 		}
 	}
