@@ -909,6 +909,17 @@ func (p *propRun) pairs() ([]int64, []int32) {
 	return ids, attempts
 }
 
+// returnedEachOnce fails the run unless rows (one id per row) name each job of held once.
+func (p *propRun) returnedEachOnce(fn string, rows [][]any, held map[int64]bool) {
+	got := map[int64]bool{}
+	for _, r := range rows {
+		got[r[0].(int64)] = true
+	}
+	if fmt.Sprint(got) != fmt.Sprint(held) || len(rows) != len(held) {
+		p.fail("%s returned %v, want each of %v once", fn, rows, held)
+	}
+}
+
 // heldPairs is the set of ids whose pair names the job's current attempt while it runs.
 func heldPairs(pre *snapshot, ids []int64, attempts []int32) map[int64]bool {
 	held := map[int64]bool{}
@@ -937,13 +948,7 @@ func (p *propRun) opCompleteMany() op {
 				p.fail("valid call failed: %v", err)
 			}
 			held := heldPairs(pre, ids, attempts)
-			got := map[int64]bool{}
-			for _, r := range rows {
-				got[r[0].(int64)] = true
-			}
-			if fmt.Sprint(got) != fmt.Sprint(held) || len(rows) != len(held) {
-				p.fail("jobs_complete_many returned %v, want each of %v once", rows, held)
-			}
+			p.returnedEachOnce("jobs_complete_many", rows, held)
 			for id := range held {
 				after := post.jobs[id]
 				if after.State != "done" || after.LeaseExpiresAt.Valid || !after.FinishedAt.Valid {
@@ -1069,13 +1074,7 @@ func (p *propRun) opHeartbeatMany() op {
 				p.fail("valid call failed: %v", err)
 			}
 			held := heldPairs(pre, ids, attempts)
-			got := map[int64]bool{}
-			for _, r := range rows {
-				got[r[0].(int64)] = true
-			}
-			if fmt.Sprint(got) != fmt.Sprint(held) || len(rows) != len(held) {
-				p.fail("jobs_heartbeat_many returned %v, want each of %v once", rows, held)
-			}
+			p.returnedEachOnce("jobs_heartbeat_many", rows, held)
 			for id := range held {
 				p.checkExtended(pre, post, id, vals[2].(string))
 			}
