@@ -42,10 +42,12 @@ func TestShutdownFinishesStartedJobs(t *testing.T) {
 	}
 	runErr := make(chan error, 1)
 	go func() { runErr <- client.Run(context.Background()) }()
+	// At least the first 4; a fifth may start before this sees the fourth, and the checks
+	// below hold for however many started before Stop.
 	waitUntil(t, 10*time.Second, "4 jobs started", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(startedAt) == 4
+		return len(startedAt) >= 4
 	})
 
 	stopCalled := time.Now()

@@ -332,7 +332,7 @@ func drain(t *testing.T, b *testBundle, pool *pgxpool.Pool, run *drainRun, n, li
 		for {
 			var c int64
 			err := b.direct.QueryRow(context.Background(),
-				"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").Scan(&c)
+				"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()").Scan(&c)
 			if err == nil && c > maxConns.Load() {
 				maxConns.Store(c)
 			}
