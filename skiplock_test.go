@@ -162,6 +162,40 @@ func TestMigrate(t *testing.T) {
 		}
 	})
 
+	// A database upgraded one migration at a time, with a job running across the upgrades,
+	// ends up the same as a fresh install (functions, settings and grants included), and the
+	// job is still held and can be heartbeated and completed with the newest functions.
+	t.Run("UpgradesOneVersionAtATime", func(t *testing.T) {
+		t.Parallel()
+		fresh := setup(t)
+		migrate(t, fresh.conn, nil)
+		want := schemaDigest(t, fresh.conn, "public")
+
+		b := setup(t)
+		var id int64
+		for v := int32(1); v <= latestVersion(t); v++ {
+			migrate(t, b.conn, &skiplock.MigrateOpts{TargetVersion: v})
+			if got := installedVersion(t, b.conn, "public"); got != v {
+				t.Fatalf("after Migrate to %d the installed version is %d", v, got)
+			}
+			if v == 2 {
+				id = queryOne[int64](t, b.conn, "SELECT jobs_enqueue('survivor')")
+				if got := queryOne[int64](t, b.conn, "SELECT id FROM jobs_claim('w', lease => '1 hour')"); got != id {
+					t.Fatalf("claimed job %d, want %d", got, id)
+				}
+			}
+		}
+		if got := schemaDigest(t, b.conn, "public"); got != want {
+			t.Fatalf("upgraded one version at a time, the schema differs from a fresh install:\n%s\nwant:\n%s", got, want)
+		}
+		if !queryOne[bool](t, b.conn, "SELECT extended FROM jobs_heartbeat_many(ARRAY[$1::bigint], ARRAY[1])", id) {
+			t.Fatal("the job claimed before the upgrades was not extended by jobs_heartbeat_many")
+		}
+		if !queryOne[bool](t, b.conn, "SELECT jobs_complete($1, 1)", id) {
+			t.Fatal("the job claimed before the upgrades could not be completed")
+		}
+	})
+
 	t.Run("IntoNamedSchemaWorksFromAnySearchPath", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -86,6 +86,8 @@
 // jobs that would otherwise end within two intervals. If the database says a job is no
 // longer held (its lease expired and it was taken back, or an operator cancelled it), the
 // job's context is cancelled with cause [ErrNotHeld] and the handler's outcome is dropped.
+// A job whose row another session has locked is not extended by that call (the client logs
+// a warning) and is in the next call again; the other jobs are extended as usual.
 // A handler's context also ends when the kind's timeout passes ([HandlerOpts.Timeout], by
 // default [Config.JobTimeout]).
 //

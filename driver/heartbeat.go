@@ -36,12 +36,14 @@ type heartbeater struct {
 	exs      []*execution
 	ids      []int64
 	attempts []int32
-	held     map[int64]struct{}
+	held     map[int64]bool // id -> extended, for the jobs still held
 }
 
 // beat sends one jobs_heartbeat_many for the running jobs whose lease ends within two
 // intervals (jobs claimed since the last beat still have most of theirs), and cancels the
-// context of every job the database says is no longer held, with cause ErrNotHeld.
+// context of every job the database says is no longer held, with cause ErrNotHeld. A job
+// held but not extended (its row locked by another session) keeps its old lease, so it is
+// in the next beat again.
 func (hb *heartbeater) beat(ctx context.Context, c *Client) error {
 	interval := c.cfg.HeartbeatInterval
 	horizon := time.Now().Add(2 * interval).UnixNano()
@@ -62,24 +64,25 @@ func (hb *heartbeater) beat(ctx context.Context, c *Client) error {
 		return nil
 	}
 	if hb.held == nil {
-		hb.held = make(map[int64]struct{})
+		hb.held = make(map[int64]bool)
 	}
 	clear(hb.held)
 
 	sent := time.Now()
 	qctx, cancel := context.WithTimeout(ctx, interval)
 	defer cancel()
-	rows, err := c.pool.Query(qctx, "SELECT id FROM jobs_heartbeat_many($1, $2, $3) AS t(id)", hb.ids, hb.attempts, c.cfg.Lease)
+	rows, err := c.pool.Query(qctx, "SELECT id, extended FROM jobs_heartbeat_many($1, $2, $3)", hb.ids, hb.attempts, c.cfg.Lease)
 	if err != nil {
 		return err
 	}
 	var id int64
+	var extended bool
 	for rows.Next() {
-		if err := rows.Scan(&id); err != nil {
+		if err := rows.Scan(&id, &extended); err != nil {
 			rows.Close()
 			return err
 		}
-		hb.held[id] = struct{}{}
+		hb.held[id] = extended
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -88,8 +91,15 @@ func (hb *heartbeater) beat(ctx context.Context, c *Client) error {
 
 	leaseUntil := sent.Add(c.cfg.Lease).UnixNano()
 	for _, ex := range hb.exs {
-		if _, ok := hb.held[ex.row.ID]; ok {
-			ex.leaseUntil.Store(leaseUntil)
+		if extended, ok := hb.held[ex.row.ID]; ok {
+			if extended {
+				ex.leaseUntil.Store(leaseUntil)
+			} else {
+				// Another session has the job's row locked; the lease stays as it was, and the
+				// job is in the next beat again.
+				c.logger.Warn("job lease not extended: another session holds a lock on its row; retrying at the next heartbeat",
+					slog.Int64("job_id", ex.row.ID), slog.String("kind", ex.row.Kind), slog.Int("attempt", ex.row.Attempt))
+			}
 			continue
 		}
 		if ex.ctx.Err() == nil {

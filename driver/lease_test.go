@@ -38,6 +38,67 @@ func TestHeartbeatKeepsLongJobAlive(t *testing.T) {
 	}
 }
 
+// A running job whose row another session keeps locked (an operator's open transaction)
+// does not hold up the heartbeats of the client's other jobs: they keep their two-second
+// leases for five seconds, with jobs_requeue_expired called every 100ms, and complete at
+// attempt 1.
+func TestHeartbeatPastLockedRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var runs atomic.Int32
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "long", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		runs.Add(1)
+		select {
+		case <-time.After(5 * time.Second):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}, &driver.HandlerOpts{Timeout: 30 * time.Second})
+	driver.AddHandler(hs, "locked", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		<-ctx.Done() // until the client stops, or the job is lost once its lease has passed
+		return context.Cause(ctx)
+	}, &driver.HandlerOpts{Timeout: -1})
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {}})
+	cfg.Lease = 2 * time.Second
+	cfg.RequeueInterval = 100 * time.Millisecond
+	cfg.ShutdownTimeout = 100 * time.Millisecond // the locked handler returns only when cancelled
+
+	// The locked job has the lowest id: a heartbeat that waited for its lock would hold
+	// no other row meanwhile, so the requeuer could take every other job.
+	locked := mustEnqueue(t, b.pool, "locked", nil, nil)
+	long := []int64{mustEnqueue(t, b.pool, "long", nil, nil), mustEnqueue(t, b.pool, "long", nil, nil)}
+	startClient(t, b.pool, cfg)
+	waitUntil(t, 10*time.Second, "3 jobs running", func() bool {
+		return queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state = 'running'") == 3
+	})
+	tx, err := b.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Runs before the pool is closed, which would otherwise wait for this connection forever
+	// when the test fails with the lock held. After the Rollback below it does nothing.
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", locked); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range long {
+		waitUntil(t, 20*time.Second, "long job done", jobStateIs(t, b.pool, id, "done"))
+	}
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range long {
+		if j := getJob(t, b.pool, id); j.Attempts != 1 || len(j.Errors) != 0 {
+			t.Errorf("job %d = %+v, want done at attempt 1 with no lease expiry", id, j)
+		}
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("the long handler ran %d times, want 2 (once per job)", n)
+	}
+}
+
 // When a heartbeat finds the job gone (here: cancelled by an operator), the handler's
 // context is cancelled with cause ErrNotHeld and nothing is recorded for it.
 func TestHeartbeatLostCancelsContext(t *testing.T) {

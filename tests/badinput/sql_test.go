@@ -1088,8 +1088,8 @@ func TestExtremeValues(t *testing.T) {
 			if ok := queryOne[bool](t, conn, "SELECT jobs_heartbeat($1, 1, '100 years')", id); !ok {
 				t.Fatal("jobs_heartbeat with a lease of 100 years returned false")
 			}
-			if got := mustCall(t, conn, "SELECT * FROM jobs_heartbeat_many(ARRAY[$1::bigint], ARRAY[1], '100 years')", id); fmt.Sprint(got) != fmt.Sprintf("[[%d]]", id) {
-				t.Errorf("jobs_heartbeat_many = %v, want job %d", got, id)
+			if got := mustCall(t, conn, "SELECT * FROM jobs_heartbeat_many(ARRAY[$1::bigint], ARRAY[1], '100 years')", id); fmt.Sprint(got) != fmt.Sprintf("[[%d true]]", id) {
+				t.Errorf("jobs_heartbeat_many = %v, want job %d extended", got, id)
 			}
 			if ok := queryOne[bool](t, conn, "SELECT lease_expires_at > now() + interval '99 years' FROM jobs WHERE id = $1", id); !ok {
 				t.Error("lease of 100 years not recorded")
@@ -1323,8 +1323,8 @@ func TestUnusualArrays(t *testing.T) {
 			claimAll(t, conn, "w", 2, nil, "1 minute")
 			got := mustCall(t, conn, "SELECT * FROM jobs_heartbeat_many($1::bigint[], '[-1:0]={1,1}'::int[], '1 day') ORDER BY 1",
 				fmt.Sprintf("[5:6]={%d,%d}", a, bb))
-			if fmt.Sprint(got) != fmt.Sprintf("[[%d] [%d]]", a, bb) {
-				t.Errorf("jobs_heartbeat_many = %v, want jobs %d and %d", got, a, bb)
+			if fmt.Sprint(got) != fmt.Sprintf("[[%d true] [%d true]]", a, bb) {
+				t.Errorf("jobs_heartbeat_many = %v, want jobs %d and %d extended", got, a, bb)
 			}
 		}},
 		{"CompleteManyTwoDimensional", func(t *testing.T, conn *pgx.Conn) {
