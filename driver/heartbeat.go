@@ -96,8 +96,13 @@ func (hb *heartbeater) beat(ctx context.Context, c *Client) error {
 				ex.leaseUntil.Store(leaseUntil)
 			} else {
 				// Another session has the job's row locked; the lease stays as it was, and the
-				// job is in the next beat again.
-				c.logger.Warn("job lease not extended: another session holds a lock on its row; retrying at the next heartbeat",
+				// job is in the next beat again. After CompleteTx that session is usually the
+				// handler's own transaction, about to commit: nothing to warn about.
+				level := slog.LevelWarn
+				if ex.completedInTx.Load() {
+					level = slog.LevelDebug
+				}
+				c.logger.Log(ctx, level, "job lease not extended: another session holds a lock on its row; retrying at the next heartbeat",
 					slog.Int64("job_id", ex.row.ID), slog.String("kind", ex.row.Kind), slog.Int("attempt", ex.row.Attempt))
 			}
 			continue
