@@ -10,6 +10,20 @@ import (
 	"github.com/skiplock/skiplock/driver"
 )
 
+// addLongHandler registers kind "long": a handler that counts its runs and returns nil
+// after d, or the cause when its context ends first.
+func addLongHandler(hs *driver.Handlers, d time.Duration, runs *atomic.Int32) {
+	driver.AddHandler(hs, "long", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		runs.Add(1)
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}, &driver.HandlerOpts{Timeout: 30 * time.Second})
+}
+
 // A job running three times its lease keeps it through heartbeats, even with
 // jobs_requeue_expired called every 100ms: it runs once and completes at attempt 1.
 func TestHeartbeatKeepsLongJobAlive(t *testing.T) {
@@ -17,15 +31,7 @@ func TestHeartbeatKeepsLongJobAlive(t *testing.T) {
 	b := setup(t)
 	var runs atomic.Int32
 	hs := driver.NewHandlers()
-	driver.AddHandler(hs, "long", func(ctx context.Context, job *driver.Job[struct{}]) error {
-		runs.Add(1)
-		select {
-		case <-time.After(3 * time.Second):
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}, &driver.HandlerOpts{Timeout: 30 * time.Second})
+	addLongHandler(hs, 3*time.Second, &runs)
 	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {}})
 	cfg.Lease = time.Second
 	cfg.RequeueInterval = 100 * time.Millisecond
@@ -47,15 +53,7 @@ func TestHeartbeatPastLockedRow(t *testing.T) {
 	b := setup(t)
 	var runs atomic.Int32
 	hs := driver.NewHandlers()
-	driver.AddHandler(hs, "long", func(ctx context.Context, job *driver.Job[struct{}]) error {
-		runs.Add(1)
-		select {
-		case <-time.After(5 * time.Second):
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}, &driver.HandlerOpts{Timeout: 30 * time.Second})
+	addLongHandler(hs, 5*time.Second, &runs)
 	driver.AddHandler(hs, "locked", func(ctx context.Context, job *driver.Job[struct{}]) error {
 		<-ctx.Done() // until the client stops, or the job is lost once its lease has passed
 		return context.Cause(ctx)
