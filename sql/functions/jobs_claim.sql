@@ -2,8 +2,11 @@
 --
 -- Promises: takes queued jobs with run_at <= now() from the given queues (NULL: every
 --           queue), best first by (priority, run_at, id), and returns them in that order.
---           No two callers ever get the same job: rows are picked with FOR UPDATE SKIP
---           LOCKED, so concurrent claimers pass over each other's rows instead of waiting.
+--           No two callers ever get the same job: rows are picked with FOR NO KEY UPDATE
+--           SKIP LOCKED, so concurrent claimers pass over each other's rows instead of
+--           waiting. FOR NO KEY UPDATE is the lock the UPDATE takes anyway; unlike FOR
+--           UPDATE it does not conflict with the FOR KEY SHARE lock that an insert into a
+--           table with a foreign key to jobs takes, so such inserts hide no job from claims.
 --           Each claimed job moves to running with attempts + 1; the new attempts value is
 --           the job's fencing token (returned as attempt) that jobs_complete, jobs_fail,
 --           jobs_heartbeat and jobs_snooze must quote back. Returns no rows when nothing is
@@ -57,7 +60,7 @@ BEGIN
               AND j.run_at <= now()
             ORDER BY j.priority, j.run_at, j.id
             LIMIT jobs_claim.max_jobs
-            FOR UPDATE SKIP LOCKED
+            FOR NO KEY UPDATE SKIP LOCKED
         ), claimed AS (
             UPDATE jobs j
             SET state = 'running',
@@ -99,7 +102,7 @@ BEGIN
                   AND j.run_at <= now()
                 ORDER BY j.priority, j.run_at, j.id
                 LIMIT jobs_claim.max_jobs
-                FOR UPDATE SKIP LOCKED
+                FOR NO KEY UPDATE SKIP LOCKED
             ) c
         ), picked AS (
             SELECT c.id FROM candidates c
@@ -123,4 +126,4 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobs_claim(text, integer, text[], interval) IS
-    'skiplock: leases up to max_jobs ready jobs (priority, run_at, id order; FOR UPDATE SKIP LOCKED) to worker and returns them with their attempt (fencing token).';
+    'skiplock: leases up to max_jobs ready jobs (priority, run_at, id order; FOR NO KEY UPDATE SKIP LOCKED) to worker and returns them with their attempt (fencing token).';

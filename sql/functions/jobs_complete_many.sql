@@ -20,7 +20,7 @@ BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_complete_many', jobs_complete_many.ids, jobs_complete_many.attempts);
 
     RETURN QUERY
-    -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which FOR UPDATE
+    -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which its row lock
     -- keeps from being flattened into a join), in id order, so the cost follows the batch,
     -- not the number of running jobs, whatever plan the statistics suggest.
     WITH held AS (
@@ -34,7 +34,7 @@ BEGIN
             WHERE j.id = t.id
               AND j.attempts = t.attempt
               AND j.state = 'running'
-            FOR UPDATE
+            FOR NO KEY UPDATE
         ) AS l
     )
     UPDATE jobs j

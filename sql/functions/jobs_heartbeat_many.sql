@@ -28,7 +28,7 @@ BEGIN
         PERFORM _jobs_invalid('jobs_heartbeat_many', 'lease', 'must be a positive interval of at most 100 years');
     END IF;
 
-    -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which FOR UPDATE
+    -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which its row lock
     -- keeps from being flattened into a join), in id order, so the cost follows the batch,
     -- not the number of running jobs, whatever plan the statistics suggest. SKIP LOCKED:
     -- a row another session has locked is left for the loop below.
@@ -43,7 +43,7 @@ BEGIN
             WHERE j.id = t.id
               AND j.attempts = t.attempt
               AND j.state = 'running'
-            FOR UPDATE SKIP LOCKED
+            FOR NO KEY UPDATE SKIP LOCKED
         ) AS l
     ), moved AS (
         UPDATE jobs j

@@ -31,7 +31,7 @@ BEGIN
         WHERE j.state = 'running'
           AND j.lease_expires_at < now()
         ORDER BY j.id
-        FOR UPDATE SKIP LOCKED
+        FOR NO KEY UPDATE SKIP LOCKED
     ), requeued AS (
         UPDATE jobs j
         SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END::jobs_state,
