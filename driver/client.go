@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -21,8 +20,8 @@ type Client struct {
 	logger     *slog.Logger
 	hook       Hook
 	handlers   map[string]*handler
-	producers  map[string]*producer
-	queueOrder []*producer // producers sorted by queue name
+	fetchLoops map[string]*fetchLoop // by queue name
+	queueOrder []*fetchLoop          // fetchLoops sorted by queue name
 	listenCfg  *pgx.ConnConfig
 	completer  *completer
 
@@ -63,25 +62,25 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		}
 	}
 	c := &Client{
-		pool:      pool,
-		cfg:       cfg,
-		logger:    cfg.Logger.With(slog.String("skiplock_client", cfg.ID)),
-		hook:      cfg.Hook,
-		handlers:  make(map[string]*handler, len(cfg.Handlers.byKind)),
-		producers: make(map[string]*producer, len(cfg.Queues)),
-		listenCfg: listenCfg,
-		stopCh:    make(chan struct{}),
-		done:      make(chan struct{}),
-		fatal:     make(chan error, 1),
+		pool:       pool,
+		cfg:        cfg,
+		logger:     cfg.Logger.With(slog.String("skiplock_client", cfg.ID)),
+		hook:       cfg.Hook,
+		handlers:   make(map[string]*handler, len(cfg.Handlers.byKind)),
+		fetchLoops: make(map[string]*fetchLoop, len(cfg.Queues)),
+		listenCfg:  listenCfg,
+		stopCh:     make(chan struct{}),
+		done:       make(chan struct{}),
+		fatal:      make(chan error, 1),
 	}
 	for kind, h := range cfg.Handlers.byKind {
 		c.handlers[kind] = h
 	}
 	totalSlots := 0
 	for name, q := range cfg.Queues {
-		p := newProducer(c, name, q)
-		c.producers[name] = p
-		c.queueOrder = append(c.queueOrder, p)
+		fl := newFetchLoop(c, name, q)
+		c.fetchLoops[name] = fl
+		c.queueOrder = append(c.queueOrder, fl)
 		totalSlots += q.Slots
 	}
 	sort.Slice(c.queueOrder, func(i, j int) bool { return c.queueOrder[i].queue < c.queueOrder[j].queue })
@@ -108,9 +107,10 @@ func (c *Client) ID() string { return c.cfg.ID }
 //
 // Database outages do not stop Run: every part logs, backs off and retries, and the
 // listener reconnects and listens again. Run returns an error only when it was already
-// called (ErrAlreadyRunning), or when claiming fails in a way retrying cannot fix (skiplock
-// not installed where the pool's connections look, or the role may not call jobs_claim):
-// then it shuts down as above and returns that error.
+// called (ErrAlreadyRunning), or when it gives up because claiming fails in a way retrying
+// cannot fix (skiplock not installed where the pool's connections look, or the role may not
+// call jobs_claim): then it shuts down as above and returns an error that wraps both
+// ErrGaveUp and the claim's error.
 func (c *Client) Run(ctx context.Context) error {
 	c.mu.Lock()
 	if c.started {
@@ -136,8 +136,8 @@ func (c *Client) Run(ctx context.Context) error {
 	heartbeatCtx, stopHeartbeats := context.WithCancel(base)
 	defer stopHeartbeats()
 	var loops, tail sync.WaitGroup
-	for _, p := range c.queueOrder {
-		loops.Go(func() { p.run(fetchCtx) })
+	for _, fl := range c.queueOrder {
+		loops.Go(func() { fl.run(fetchCtx) })
 	}
 	loops.Go(func() { c.listen(fetchCtx) })
 	if c.cfg.RequeueInterval > 0 {
@@ -158,7 +158,7 @@ func (c *Client) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case <-c.stopCh:
 	case err := <-c.fatal:
-		runErr = err
+		runErr = fmt.Errorf("%w: %w", ErrGaveUp, err)
 		c.logger.Error("skiplock client cannot claim jobs; shutting down", slog.Any("error", err))
 	}
 
@@ -217,40 +217,23 @@ func (c *Client) Stop(ctx context.Context) error {
 // running counts the jobs whose handlers are running or whose outcome is being recorded.
 func (c *Client) running() int {
 	n := 0
-	for _, p := range c.queueOrder {
-		n += int(p.active.Load())
+	for _, fl := range c.queueOrder {
+		n += int(fl.active.Load())
 	}
 	return n
 }
 
 // notify wakes the fetch loop of queue, if this client works it.
 func (c *Client) notify(queue string) {
-	if p := c.producers[queue]; p != nil {
-		p.wakeUp()
+	if fl := c.fetchLoops[queue]; fl != nil {
+		fl.wakeUp()
 	}
 }
 
 // wakeAll wakes every fetch loop, after notifications may have been missed.
 func (c *Client) wakeAll() {
-	for _, p := range c.queueOrder {
-		p.wakeUp()
-	}
-}
-
-// requeueLoop calls jobs_requeue_expired every RequeueInterval (jittered), taking back the
-// jobs of dead workers. It runs in its own goroutine until ctx is done.
-func (c *Client) requeueLoop(ctx context.Context) {
-	for sleepCtx(ctx, jitter(c.cfg.RequeueInterval, 0.25)) {
-		qctx, cancel := context.WithTimeout(ctx, opTimeout)
-		var n int
-		err := c.pool.QueryRow(qctx, "SELECT jobs_requeue_expired()").Scan(&n)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			c.logger.Warn("failed to requeue expired jobs", slog.Any("error", err))
-		case n > 0:
-			c.logger.Info("requeued jobs whose lease expired", slog.Int("jobs", n))
-		}
+	for _, fl := range c.queueOrder {
+		fl.wakeUp()
 	}
 }
 
@@ -269,38 +252,4 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
-}
-
-// record runs fn, a fenced call recording a job's outcome, until it succeeds. Connection
-// errors are retried with backoff (the call is fenced, so repeating it is safe) until Run
-// gives up on database calls; then, or on an error retrying cannot fix, it logs and returns
-// false, and the job stays leased until its lease expires.
-func (c *Client) record(ex *execution, what string, fn func(ctx context.Context) error) bool {
-	var b backoff
-	for {
-		ctx, cancel := context.WithTimeout(c.workCtx, opTimeout)
-		err := fn(ctx)
-		cancel()
-		if err == nil {
-			return true
-		}
-		if c.workCtx.Err() != nil || !retryable(err) {
-			c.logger.Error("failed to record job outcome; the job runs again after its lease expires",
-				slog.String("outcome", what), slog.Int64("job_id", ex.row.ID), slog.Int("attempt", ex.row.Attempt),
-				slog.Any("error", err))
-			return false
-		}
-		c.logger.Warn("failed to record job outcome; retrying",
-			slog.String("outcome", what), slog.Int64("job_id", ex.row.ID), slog.Any("error", err))
-		if !sleepCtx(c.workCtx, b.next()) {
-			c.logger.Error("failed to record job outcome before shutdown; the job runs again after its lease expires",
-				slog.String("outcome", what), slog.Int64("job_id", ex.row.ID), slog.Any("error", err))
-			return false
-		}
-	}
-}
-
-// errorsIsCause reports whether ctx was cancelled with cause target.
-func errorsIsCause(ctx context.Context, target error) bool {
-	return ctx.Err() != nil && errors.Is(context.Cause(ctx), target)
 }

@@ -203,7 +203,7 @@ func (cp *completer) call(ctx context.Context) error {
 	clear(cp.done) // from an attempt that failed part way
 	qctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	rows, err := cp.c.pool.Query(qctx, "SELECT id FROM jobs_complete_many($1, $2) AS t(id)", cp.ids, cp.attempts)
+	rows, err := cp.c.pool.Query(qctx, completeManySQL, cp.ids, cp.attempts)
 	if err != nil {
 		return err
 	}

@@ -86,8 +86,10 @@
 // jobs that would otherwise end within two intervals. If the database says a job is no
 // longer held (its lease expired and it was taken back, or an operator cancelled it), the
 // job's context is cancelled with cause [ErrNotHeld] and the handler's outcome is dropped.
-// A job whose row another session has locked is not extended by that call (the client logs
-// a warning) and is in the next call again; the other jobs are extended as usual.
+// A job whose row another session has locked is not extended by that call and is in the
+// next call again; the other jobs are extended as usual. The client logs it at Warn, or at
+// Debug when the handler has called [CompleteTx]: the session holding the row is then
+// usually the handler's own transaction, about to commit.
 // A handler's context also ends when the kind's timeout passes ([HandlerOpts.Timeout], by
 // default [Config.JobTimeout]).
 //
@@ -124,7 +126,10 @@
 // result was lost with its connection is not run: if it had committed, its jobs come back
 // through lease expiry. Run never returns because of a database outage, only on shutdown or
 // when claiming cannot work at all (skiplock not installed where the pool looks, or a role
-// without the right to call jobs_claim).
+// without the right to call jobs_claim). In that case Run gives up: it shuts down as above
+// and returns an error for which errors.Is(err, [ErrGaveUp]) holds, wrapping the database's
+// *pgconn.PgError. A supervisor can treat that error as a deployment problem rather than
+// restart the client in a loop.
 //
 // # Observability
 //

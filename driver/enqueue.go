@@ -63,8 +63,6 @@ type EnqueueParams struct {
 	Opts *EnqueueOpts
 }
 
-const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8)`
-
 // Enqueue adds a job of the given kind and returns its id (with a UniqueKey held by a live
 // job, that job's id). Pass the caller's pgx.Tx as db to enqueue atomically with the
 // caller's own writes. Workers are woken (NOTIFY jobs_ready) when the job is ready now and
@@ -81,14 +79,6 @@ func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *E
 	}
 	return id, nil
 }
-
-// enqueueManySQL computes each job's run_at in the database, so Delay follows the database's
-// clock; with no RunAt or Delay at all both arrays are NULL and so is run_ats (every job
-// ready now).
-const enqueueManySQL = `SELECT id FROM jobs_enqueue_many($1::text[], $2::jsonb[], $3::text[],
-    (SELECT array_agg(coalesce(t.run_at, now() + t.delay) ORDER BY t.ord)
-     FROM unnest($4::timestamptz[], $5::interval[]) WITH ORDINALITY AS t(run_at, delay, ord)),
-    $6::integer[], $7::integer[], $8::text[]) AS t(id)`
 
 // EnqueueMany adds many jobs in one round trip (one jobs_enqueue_many call, at most 100000
 // jobs) and returns their ids in the order of jobs. It is all or nothing: one bad job fails

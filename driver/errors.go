@@ -3,7 +3,9 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -24,6 +26,13 @@ var ErrShutdown = errors.New("client shut down before the job finished")
 // ErrAlreadyRunning is returned by [Client.Run] when Run was already called on the client.
 // A client runs once; make a new one to run again.
 var ErrAlreadyRunning = errors.New("client was already run")
+
+// ErrGaveUp is wrapped by the error [Client.Run] returns when it stopped on its own rather
+// than because its context was cancelled or [Client.Stop] was called: claiming jobs failed
+// in a way retrying cannot fix (skiplock not installed where the pool's connections look, or
+// a role without the right to call jobs_claim). Test for it with errors.Is; the error also
+// wraps the cause, a *pgconn.PgError, for errors.As. Database outages never cause it.
+var ErrGaveUp = errors.New("client gave up")
 
 // InvalidError reports a bad configuration field or argument, whether the driver found it
 // (Config fields in [NewClient], options in [Enqueue]) or a SQL function did (SQLSTATE 22023,
@@ -50,6 +59,65 @@ func IsInvalid(err error) bool {
 	var ie *InvalidError
 	return errors.As(err, &ie)
 }
+
+// The results a handler returns to choose its job's outcome other than success or a failure
+// with backoff (see [HandleFunc]), and the error recorded for a panic.
+
+// Snooze returns an error that, returned by a handler, puts the job back in its queue to
+// run again after d (jobs_snooze) without spending an attempt. A negative d means 0.
+func Snooze(d time.Duration) error { return &snoozeError{delay: max(d, 0)} }
+
+// Cancel returns an error that, returned by a handler, cancels the job: it is not retried.
+// err's message is recorded as the job's last_error. The driver cancels only while it holds
+// the job (a fenced jobs_cancel): a job that was meanwhile taken back is left alone.
+func Cancel(err error) error { return &cancelError{err: err} }
+
+// RetryAt returns an error that, returned by a handler, fails the attempt (recording the
+// error's message, as for any error) and retries the job at t instead of after the usual
+// backoff. Wrap it to record why: fmt.Errorf("rate limited: %w", driver.RetryAt(t)). When
+// the attempt was the last one the job is dead regardless.
+func RetryAt(t time.Time) error { return &retryAtError{at: t} }
+
+type snoozeError struct{ delay time.Duration }
+
+func (e *snoozeError) Error() string { return "snoozed for " + e.delay.String() }
+
+type cancelError struct{ err error }
+
+func (e *cancelError) Error() string {
+	if e.err == nil {
+		return "cancelled by handler"
+	}
+	return e.err.Error()
+}
+
+func (e *cancelError) Unwrap() error { return e.err }
+
+type retryAtError struct{ at time.Time }
+
+func (e *retryAtError) Error() string { return "retry at " + e.at.Format(time.RFC3339Nano) }
+
+// handlerVerdict sorts a handler's error into the driver's outcomes.
+func handlerVerdict(err error) (snooze *snoozeError, cancel *cancelError, retryAt *retryAtError) {
+	if errors.As(err, &cancel) {
+		return nil, cancel, nil
+	}
+	if errors.As(err, &snooze) {
+		return snooze, nil, nil
+	}
+	if errors.As(err, &retryAt) {
+		return nil, nil, retryAt
+	}
+	return nil, nil, nil
+}
+
+// panicError is a handler's recovered panic, recorded as a failed attempt.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v\n\n%s", e.value, e.stack) }
 
 // sqlInvalid turns the SQL functions' SQLSTATE 22023 (which names the bad parameter in the
 // error's COLUMN field) into an *InvalidError; other errors are returned unchanged.

@@ -48,16 +48,16 @@ func (hb *heartbeater) beat(ctx context.Context, c *Client) error {
 	interval := c.cfg.HeartbeatInterval
 	horizon := time.Now().Add(2 * interval).UnixNano()
 	hb.exs, hb.ids, hb.attempts = hb.exs[:0], hb.ids[:0], hb.attempts[:0]
-	for _, p := range c.queueOrder {
-		p.mu.Lock()
-		for _, ex := range p.running {
+	for _, fl := range c.queueOrder {
+		fl.mu.Lock()
+		for _, ex := range fl.running {
 			if ex.leaseUntil.Load() < horizon {
 				hb.exs = append(hb.exs, ex)
 				hb.ids = append(hb.ids, ex.row.ID)
 				hb.attempts = append(hb.attempts, int32(ex.row.Attempt))
 			}
 		}
-		p.mu.Unlock()
+		fl.mu.Unlock()
 	}
 	defer clear(hb.exs)
 	if len(hb.exs) == 0 {
@@ -71,7 +71,7 @@ func (hb *heartbeater) beat(ctx context.Context, c *Client) error {
 	sent := time.Now()
 	qctx, cancel := context.WithTimeout(ctx, interval)
 	defer cancel()
-	rows, err := c.pool.Query(qctx, "SELECT id, extended FROM jobs_heartbeat_many($1, $2, $3)", hb.ids, hb.attempts, c.cfg.Lease)
+	rows, err := c.pool.Query(qctx, heartbeatManySQL, hb.ids, hb.attempts, c.cfg.Lease)
 	if err != nil {
 		return err
 	}

@@ -42,18 +42,6 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// JobState is a job's state (the SQL type jobs_state).
-type JobState string
-
-// The states of a job.
-const (
-	JobStateQueued    JobState = "queued"
-	JobStateRunning   JobState = "running"
-	JobStateDone      JobState = "done"
-	JobStateDead      JobState = "dead"
-	JobStateCancelled JobState = "cancelled"
-)
-
 // Event is one thing that happened to a job, for a [Hook].
 type Event struct {
 	Kind EventKind

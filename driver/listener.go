@@ -10,10 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// notifyChannel is the channel the SQL functions NOTIFY, with the queue name as payload,
-// when a job becomes ready now.
-const notifyChannel = "jobs_ready"
-
 // listenerPingInterval is how long the listener waits for a notification before checking
 // that its connection is still alive; a connection that died silently (no TCP reset) would
 // otherwise leave the client on polling alone.
@@ -71,14 +67,14 @@ func (c *Client) listenOnce(ctx context.Context, b *backoff) error {
 	// A pooler answers for the server with its own backend key data, so the process id it
 	// gave differs from the server's. Simple protocol: no prepared statement to lose.
 	var serverPID uint32
-	if err := conn.QueryRow(sctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&serverPID); err != nil {
+	if err := conn.QueryRow(sctx, backendPIDSQL, pgx.QueryExecModeSimpleProtocol).Scan(&serverPID); err != nil {
 		return fmt.Errorf("failed to query listener connection: %w", err)
 	}
 	pooled := serverPID != conn.PgConn().PID()
 	if pooled && c.cfg.ListenerURL == "" {
 		return errListenerPooled
 	}
-	if _, err := conn.Exec(sctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := conn.Exec(sctx, listenSQL); err != nil {
 		return fmt.Errorf("failed to listen: %w", err)
 	}
 	cancel() // set-up done

@@ -1,0 +1,190 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// fetchLoop is one queue of a client: its loop claims jobs into free slots and hands each
+// to a worker goroutine (worker.go).
+type fetchLoop struct {
+	c      *Client
+	queue  string
+	queues []string // {queue}: jobs_claim's queues argument
+	slots  int
+	batch  int
+
+	active atomic.Int64    // jobs claimed and not yet finished
+	wake   chan struct{}   // a notification arrived (size 1: wake-ups coalesce)
+	freed  chan struct{}   // a slot was freed (size 1)
+	idle   chan *execution // hands a job to an idle worker goroutine (unbuffered)
+
+	mu      sync.Mutex
+	running map[int64]*execution // for heartbeats; guarded by mu
+
+	scratch []JobRow // the loop's buffer for claimed rows
+}
+
+func newFetchLoop(c *Client, queue string, q QueueConfig) *fetchLoop {
+	return &fetchLoop{
+		c:       c,
+		queue:   queue,
+		queues:  []string{queue},
+		slots:   q.Slots,
+		batch:   q.BatchSize,
+		wake:    make(chan struct{}, 1),
+		freed:   make(chan struct{}, 1),
+		idle:    make(chan *execution),
+		running: make(map[int64]*execution),
+	}
+}
+
+// wakeUp asks the fetch loop to claim; wake-ups that arrive while one is pending merge.
+func (fl *fetchLoop) wakeUp() {
+	select {
+	case fl.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the queue's fetch loop, in its own goroutine until ctx is done. It claims when it
+// has free slots and reason to believe jobs are ready: a notification, the poll timer, or
+// the previous claim having filled every slot it asked for (so more are likely waiting; the
+// next claim then happens as soon as slots free up). Claims are at least FetchCooldown
+// apart, so a storm of notifications or freed slots makes few large claims.
+func (fl *fetchLoop) run(ctx context.Context) {
+	c := fl.c
+	poll := time.NewTimer(jitter(c.cfg.PollInterval, 0.1))
+	defer poll.Stop()
+	want := true // claim at start: jobs may have been enqueued while nobody listened
+	var last time.Time
+	var b backoff
+	for {
+		if want && fl.active.Load() < int64(fl.slots) {
+			if cd := c.cfg.FetchCooldown; cd > 0 {
+				if wait := cd - time.Since(last); wait > 0 && !sleepCtx(ctx, wait) {
+					return
+				}
+			}
+			last = time.Now()
+			full, err := fl.claim(ctx)
+			poll.Reset(jitter(c.cfg.PollInterval, 0.1))
+			if err != nil {
+				if fatalSQL(err) {
+					select {
+					case c.fatal <- err:
+					default:
+					}
+					return
+				}
+				if ctx.Err() == nil {
+					c.logger.Warn("failed to claim jobs; retrying", slog.String("queue", fl.queue), slog.Any("error", err))
+				}
+				if !sleepCtx(ctx, b.next()) {
+					return
+				}
+				continue // want stays true
+			}
+			b.reset()
+			want = full
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-fl.wake:
+			want = true
+		case <-fl.freed:
+		case <-poll.C:
+			want = true // the claim rearms the timer
+		}
+	}
+}
+
+// claim claims up to the free slots (at most the batch size) in one jobs_claim call and
+// starts the jobs. It reports whether it got all it asked for. The claim runs to its end
+// even when ctx is cancelled meanwhile, so that its jobs can be released at once instead of
+// waiting out their lease; they are not started then.
+func (fl *fetchLoop) claim(ctx context.Context) (full bool, err error) {
+	c := fl.c
+	want := min(fl.slots-int(fl.active.Load()), fl.batch)
+	claimedAt := time.Now()
+	qctx, cancel := context.WithTimeout(c.workCtx, opTimeout)
+	defer cancel()
+	rows, err := c.pool.Query(qctx, claimSQL, c.cfg.ID, int32(want), fl.queues, c.cfg.Lease)
+	if err != nil {
+		return false, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
+	}
+	buf := fl.scratch[:0]
+	var scanErr error
+	for rows.Next() {
+		buf = append(buf, JobRow{})
+		r := &buf[len(buf)-1]
+		if scanErr = rows.Scan(&r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
+			&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt); scanErr != nil {
+			break
+		}
+	}
+	rows.Close()
+	fl.scratch = buf[:0]
+	defer clear(buf) // drop the payloads from the reused buffer
+	if err := errors.Join(scanErr, rows.Err()); err != nil {
+		// Whether the claim committed is unknown. Its jobs are not run: if it did commit,
+		// they come back when their lease expires.
+		return false, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
+	}
+	if len(buf) == 0 {
+		return false, nil
+	}
+	if ctx.Err() != nil {
+		fl.release(buf)
+		return false, nil
+	}
+
+	exs := make([]execution, len(buf))
+	leaseUntil := claimedAt.Add(c.cfg.Lease).UnixNano()
+	fl.mu.Lock()
+	for i := range exs {
+		ex := &exs[i]
+		ex.row = buf[i]
+		ex.leaseUntil.Store(leaseUntil)
+		ex.ctx, ex.cancel = context.WithCancelCause(c.jobsCtx)
+		fl.running[ex.row.ID] = ex
+	}
+	fl.mu.Unlock()
+	fl.active.Add(int64(len(exs)))
+	c.jobs.Add(len(exs))
+	for i := range exs {
+		select {
+		case fl.idle <- &exs[i]:
+		default:
+			go fl.worker(&exs[i])
+		}
+	}
+	return len(exs) == want, nil
+}
+
+// release gives back jobs claimed after shutdown began: queued again and ready now,
+// without spending an attempt, in one round trip. If it fails their leases expire instead.
+func (fl *fetchLoop) release(rows []JobRow) {
+	c := fl.c
+	batch := &pgx.Batch{}
+	for i := range rows {
+		batch.Queue(snoozeSQL, rows[i].ID, int32(rows[i].Attempt), time.Duration(0))
+	}
+	ctx, cancel := context.WithTimeout(c.workCtx, opTimeout)
+	defer cancel()
+	if err := c.pool.SendBatch(ctx, batch).Close(); err != nil {
+		c.logger.Warn("failed to release jobs claimed during shutdown; they run again after their lease expires",
+			slog.String("queue", fl.queue), slog.Int("jobs", len(rows)), slog.Any("error", err))
+		return
+	}
+	c.logger.Info("released jobs claimed during shutdown", slog.String("queue", fl.queue), slog.Int("jobs", len(rows)))
+}

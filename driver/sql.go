@@ -1,0 +1,80 @@
+package driver
+
+// The driver↔SQL contract: every statement the driver sends, one per jobs_* call. The
+// queue's rules live in those functions (sql/functions/, specified in docs/sql-api.md); the
+// comments here say which arguments the driver passes and what it relies on in the result.
+// Each job-specific call quotes (id, attempt), the fencing token, and the functions refuse
+// it once the job has moved on: that is what makes retrying any of them safe.
+
+// enqueueSQL calls jobs_enqueue(kind, payload, queue, run_at, priority, max_attempts,
+// unique_key) for [Enqueue]. run_at is RunAt when given, else now() + Delay by the
+// database's clock. Relies on: the new job's id, or the live job's id for a unique key
+// already taken.
+const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8)`
+
+// enqueueManySQL calls jobs_enqueue_many(kinds, payloads, queues, run_ats, priorities,
+// max_attempts, unique_keys) for [EnqueueMany]. Each job's run_at is computed in the
+// database, so Delay follows the database's clock; with no RunAt or Delay at all both arrays
+// are NULL and so is run_ats (every job ready now). A NULL array means the default for every
+// job. Relies on: one id per input job, in input order; all or nothing.
+const enqueueManySQL = `SELECT id FROM jobs_enqueue_many($1::text[], $2::jsonb[], $3::text[],
+    (SELECT array_agg(coalesce(t.run_at, now() + t.delay) ORDER BY t.ord)
+     FROM unnest($4::timestamptz[], $5::interval[]) WITH ORDINALITY AS t(run_at, delay, ord)),
+    $6::integer[], $7::integer[], $8::text[]) AS t(id)`
+
+// claimSQL calls jobs_claim(worker, max_jobs, queues, lease) for a fetch loop. Relies on:
+// at most max_jobs rows, each a job now running at the returned attempt and leased to worker
+// until lease_expires_at, in the column order the fetch loop scans. An error with SQLSTATE
+// 42883, 42P01, 42704, 42501 or 3F000 (see fatalSQL) means claiming cannot work at all.
+const claimSQL = `SELECT id, queue, kind, payload, attempt, max_attempts, priority, run_at, lease_expires_at, created_at
+FROM jobs_claim($1, $2, $3, $4)`
+
+// completeSQL calls jobs_complete(id, attempt) in the handler's own transaction, for
+// [CompleteTx]. Relies on: true when the job was held at attempt and is now done (the row
+// stays locked until that transaction ends), false when it was no longer held.
+const completeSQL = `SELECT jobs_complete($1, $2)`
+
+// completeManySQL calls jobs_complete_many(ids, attempts) for the completer's batches.
+// Relies on: the ids of the jobs completed; a job missing from the result was no longer
+// held at its attempt.
+const completeManySQL = `SELECT id FROM jobs_complete_many($1, $2) AS t(id)`
+
+// failSQL calls jobs_fail(id, attempt, error, retry_at) when a handler fails; retry_at is
+// NULL for the backoff of jobs_backoff. Relies on: the job's new state, queued (to be
+// retried) or dead, or NULL when the job was no longer held.
+const failSQL = `SELECT jobs_fail($1, $2, $3, $4)`
+
+// snoozeSQL calls jobs_snooze(id, attempt, now() + delay) when a handler snoozes, and with
+// a delay of 0 to release a job at shutdown (claimed but not started, or interrupted): ready
+// at once for any worker, no attempt spent. Relies on: true when the job was held and is
+// queued again, false when it was no longer held.
+const snoozeSQL = `SELECT jobs_snooze($1, $2, now() + $3::interval)`
+
+// cancelSQL calls the worker's fenced jobs_cancel(id, attempt, error) when a handler
+// cancels its job or its payload does not decode. Relies on: true when the job was held and
+// is now cancelled, false when it was no longer held (and is left alone).
+const cancelSQL = `SELECT jobs_cancel($1, $2, $3)`
+
+// heartbeatManySQL calls jobs_heartbeat_many(ids, attempts, lease) for the heartbeater.
+// Relies on: one row per job still held, with extended = false when another session holds
+// its row lock (the lease is unchanged; the job goes into the next call again); a job
+// missing from the result is no longer held, and its handler's context is cancelled.
+const heartbeatManySQL = `SELECT id, extended FROM jobs_heartbeat_many($1, $2, $3)`
+
+// requeueExpiredSQL calls jobs_requeue_expired() for the requeuer. Relies on: the number of
+// jobs taken back, only for logging.
+const requeueExpiredSQL = `SELECT jobs_requeue_expired()`
+
+// notifyChannel is the channel the SQL functions NOTIFY, at commit, with the queue name as
+// payload, when a job becomes ready now (enqueued, retried, snoozed to now, requeued). One
+// notification per queue and transaction; the listener wakes that queue's fetch loop.
+const notifyChannel = "jobs_ready"
+
+// listenSQL subscribes the listener's own connection to notifyChannel.
+const listenSQL = "LISTEN " + notifyChannel
+
+// backendPIDSQL asks the server for its process id. The listener compares it with the one
+// the connection reported at start-up: a pooler answers with its own, and LISTEN does not
+// work through a transaction pooler. Sent with the simple protocol: no prepared statement
+// for a pooler to lose.
+const backendPIDSQL = `SELECT pg_backend_pid()`

@@ -1,0 +1,97 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+)
+
+// execution is one claimed job on its way through a handler.
+type execution struct {
+	row JobRow
+
+	ctx    context.Context // the handler's context, without the timeout
+	cancel context.CancelCauseFunc
+
+	leaseUntil    atomic.Int64 // UnixNano by this machine's clock; conservative
+	completedInTx atomic.Bool  // CompleteTx succeeded
+}
+
+// workerIdleTimeout is how long a worker goroutine waits for its next job before it exits.
+const workerIdleTimeout = 5 * time.Second
+
+// worker runs jobs, starting with ex, in its own goroutine. The fetch loop hands each claimed
+// job to a worker waiting for one, or starts a new worker when none is: a busy queue reuses
+// its workers (and their grown stacks) instead of starting a goroutine per job, and an idle
+// queue has none once workerIdleTimeout has passed. A worker frees its slot before it waits
+// for the next job, so a claim in between may start a worker beyond the slots; the extra
+// workers take later jobs or exit when idle.
+func (fl *fetchLoop) worker(ex *execution) {
+	idle := time.NewTimer(workerIdleTimeout)
+	defer idle.Stop()
+	for {
+		fl.execute(ex)
+		idle.Reset(workerIdleTimeout)
+		select {
+		case ex = <-fl.idle:
+		case <-idle.C:
+			return
+		case <-fl.c.jobsCtx.Done(): // Run has returned
+			return
+		}
+	}
+}
+
+// execute runs one job and records the outcome (outcome.go). The slot is freed once the
+// outcome is recorded, or handed to the completer.
+func (fl *fetchLoop) execute(ex *execution) {
+	c := fl.c
+	defer fl.finish(ex)
+	start := time.Now()
+	if c.hook != nil {
+		c.hook.HandleEvent(&Event{Kind: EventStarted, Job: &ex.row, State: JobStateRunning, Wait: start.Sub(ex.row.RunAt)})
+	}
+	h := c.handlers[ex.row.Kind]
+	if h == nil {
+		c.failJob(ex, fmt.Errorf("no handler for kind %q in client %s", ex.row.Kind, c.cfg.ID), nil, 0)
+		return
+	}
+	ctx := ex.ctx
+	timeout := h.timeout
+	if timeout == 0 {
+		timeout = c.cfg.JobTimeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	decodeErr, err := callHandler(ctx, h, ex)
+	c.settle(ex, decodeErr, err, time.Since(start))
+}
+
+// callHandler runs the handler, turning a panic into a *panicError.
+func callHandler(ctx context.Context, h *handler, ex *execution) (decodeErr, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return h.run(ctx, ex)
+}
+
+// finish frees the job's slot and wakes the fetch loop, which may claim again at once.
+func (fl *fetchLoop) finish(ex *execution) {
+	ex.cancel(context.Canceled)
+	fl.mu.Lock()
+	delete(fl.running, ex.row.ID)
+	fl.mu.Unlock()
+	fl.active.Add(-1)
+	select {
+	case fl.freed <- struct{}{}:
+	default:
+	}
+	fl.c.jobs.Done()
+}
