@@ -33,7 +33,7 @@ type Client struct {
 	fatal    chan error    // a claim error that retrying cannot fix; size 1
 
 	// Set by Run before it starts any goroutine, read-only afterwards.
-	workCtx context.Context // database calls; cancelled when Run gives up on them
+	workCtx context.Context // database calls; cancelled when Run abandons them
 	jobsCtx context.Context // parent of every handler's context; cancelled with ErrShutdown
 
 	jobs sync.WaitGroup // running job goroutines

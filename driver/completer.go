@@ -11,8 +11,8 @@ import (
 // batch goes out CompleteBatchDelay after its first completion, or at once when
 // CompleteBatchSize are pending, and one batch is in flight at a time, so under load the
 // batches grow with the round trip time. A batch that fails because the connection died is
-// retried (the calls are fenced, so repeating one is safe) until it succeeds or Run gives
-// up on database calls at the end of shutdown.
+// retried (the calls are fenced, so repeating one is safe) until it succeeds or Run
+// abandons database calls at the end of shutdown.
 type completer struct {
 	c         *Client
 	batchSize int

@@ -105,7 +105,7 @@
 // [Config.CompleteBatchSize] are pending, one batch at a time, so that under load batches
 // grow with the round trip time and a fast job costs a small share of one. A batch that fails
 // because the connection died is sent again until it succeeds: completions are fenced, so
-// repeating them is safe. Only when shutdown gives up on the database are completions
+// repeating them is safe. Only when shutdown stops waiting for the database are completions
 // dropped, with an error logged; those jobs run again after their lease expires.
 //
 // # Shutdown

@@ -21,7 +21,7 @@ import (
 //
 // These errors may be wrapped (fmt.Errorf with %w); the recorded error text is the returned
 // error's message. ctx is done when the kind's timeout passes, when a heartbeat finds the
-// job no longer held (cause ErrNotHeld), or when shutdown gives up waiting (cause
+// job no longer held (cause ErrNotHeld), or when shutdown stops waiting (cause
 // ErrShutdown).
 type HandleFunc[T any] func(ctx context.Context, job *Job[T]) error
 

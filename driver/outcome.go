@@ -102,7 +102,7 @@ func (c *Client) recordHeld(ex *execution, what string, dur time.Duration, sql s
 
 // record runs fn, a fenced call recording a job's outcome, until it succeeds. Connection
 // errors are retried with backoff (the call is fenced, so repeating it is safe) until Run
-// gives up on database calls; then, or on an error retrying cannot fix, it logs and returns
+// abandons database calls at the end of shutdown; then, or on an error retrying cannot fix, it logs and returns
 // false, and the job stays leased until its lease expires.
 func (c *Client) record(ex *execution, what string, fn func(ctx context.Context) error) bool {
 	var b backoff
