@@ -36,7 +36,7 @@ type Client struct {
 	workCtx context.Context // database calls; cancelled when Run abandons them
 	jobsCtx context.Context // parent of every handler's context; cancelled with ErrShutdown
 
-	jobs sync.WaitGroup // running job goroutines
+	jobs sync.WaitGroup // claimed jobs not yet finished (Add in fetchLoop.claim, Done in finish)
 }
 
 // NewClient makes a client that works the queues of cfg with connections from pool. It
