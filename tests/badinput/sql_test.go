@@ -414,12 +414,19 @@ func TestInvalidArguments(t *testing.T) {
 		{name: "EnqueueManyPrioritiesTooShort", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], priorities => ARRAY[1])", fn: "jobs_enqueue_many", param: "priorities"},
 		{name: "EnqueueManyRunAtsEmptyForTwoKinds", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], run_ats => '{}')", fn: "jobs_enqueue_many", param: "run_ats"},
 		{name: "EnqueueManyUniqueKeysTooLong", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a'], unique_keys => ARRAY['x', 'y'])", fn: "jobs_enqueue_many", param: "unique_keys"},
+		{name: "EnqueueManyThirdKindEmpty", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['ok', 'ok', ''])", fn: "jobs_enqueue_many", param: "kinds[3]"},
+		{name: "EnqueueManyFirstQueueNull", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY[NULL, 'q'])", fn: "jobs_enqueue_many", param: "queues[1]"},
+		{name: "EnqueueManyOnlyPriorityNull", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a'], priorities => ARRAY[NULL]::int[])", fn: "jobs_enqueue_many", param: "priorities[1]"},
+		{name: "EnqueueManyRunAtsTooShort", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], run_ats => ARRAY[now()])", fn: "jobs_enqueue_many", param: "run_ats"},
+		{name: "EnqueueManyPrioritiesTooLong", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a'], priorities => ARRAY[1, 2])", fn: "jobs_enqueue_many", param: "priorities"},
+		{name: "EnqueueManyMaxAttemptsEmptyForTwoKinds", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], max_attempts => '{}'::int[])", fn: "jobs_enqueue_many", param: "max_attempts"},
 
 		// jobs_claim
 		{name: "ClaimWorkerEmpty", sql: "SELECT * FROM jobs_claim('')", fn: "jobs_claim", param: "worker"},
 		{name: "ClaimWorker10001Chars", sql: "SELECT * FROM jobs_claim($1)", args: []any{long}, fn: "jobs_claim", param: "worker"},
 		{name: "ClaimWorker51Emoji204Bytes", sql: "SELECT * FROM jobs_claim($1)", args: []any{strings.Repeat("🚀", 51)}, fn: "jobs_claim", param: "worker"},
 		{name: "ClaimMaxJobsZero", sql: "SELECT * FROM jobs_claim('w', 0)", fn: "jobs_claim", param: "max_jobs"},
+		{name: "ClaimMaxJobsMinusOne", sql: "SELECT * FROM jobs_claim('w', -1)", fn: "jobs_claim", param: "max_jobs"},
 		{name: "ClaimMaxJobs10001", sql: "SELECT * FROM jobs_claim('w', 10001)", fn: "jobs_claim", param: "max_jobs"},
 		{name: "ClaimMaxJobsMaxInt", sql: "SELECT * FROM jobs_claim('w', $1)", args: []any{int32(maxInt32)}, fn: "jobs_claim", param: "max_jobs"},
 		{name: "ClaimMaxJobsMinInt", sql: "SELECT * FROM jobs_claim('w', $1)", args: []any{int32(minInt32)}, fn: "jobs_claim", param: "max_jobs"},
@@ -447,6 +454,7 @@ func TestInvalidArguments(t *testing.T) {
 		{name: "CompleteManyAttempts1e6ForOneID", sql: "SELECT * FROM jobs_complete_many(ARRAY[1::bigint], $1)", args: []any{attempts1e6}, fn: "jobs_complete_many", param: "attempts"},
 		{name: "CompleteManyIDsEmptyAttemptsNot", sql: "SELECT * FROM jobs_complete_many('{}', ARRAY[1])", fn: "jobs_complete_many", param: "attempts"},
 		{name: "HeartbeatMany1e6", sql: "SELECT * FROM jobs_heartbeat_many($1, $2)", args: []any{ids1e6, attempts1e6}, fn: "jobs_heartbeat_many", param: "ids"},
+		{name: "HeartbeatManyAttemptsEmptyForOneID", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1]::bigint[], '{}'::int[])", fn: "jobs_heartbeat_many", param: "attempts"},
 		{name: "HeartbeatManyLeaseZero", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1::bigint], ARRAY[1], '0')", fn: "jobs_heartbeat_many", param: "lease"},
 		{name: "HeartbeatManyLeaseNegative", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1::bigint], ARRAY[1], '-1 hour')", fn: "jobs_heartbeat_many", param: "lease"},
 		{name: "HeartbeatManyLeaseMixedSignZero", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1::bigint], ARRAY[1], '1 mon -30 days')", fn: "jobs_heartbeat_many", param: "lease"},
@@ -500,6 +508,7 @@ func TestInvalidArguments(t *testing.T) {
 func TestHarmlessArguments(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
+	const unknownID = int64(987654321)
 	for _, tc := range []struct {
 		name string
 		sql  string
@@ -549,6 +558,16 @@ func TestHarmlessArguments(t *testing.T) {
 		{"PruneOlderThanMostPositive", "SELECT jobs_prune('178000000 years', true)", nil, "[[0]]"},
 		{"PruneOlderThanMaxMicroseconds", "SELECT jobs_prune('9223372036854775807 microseconds', true)", nil, "[[0]]"},
 		{"RequeueExpiredNothingExpired", "SELECT jobs_requeue_expired()", nil, "[[0]]"},
+		// An id no job has: false, NULL or no rows, from every function that takes one.
+		{"CompleteUnknownID", "SELECT jobs_complete($1, 1)", []any{unknownID}, "[[false]]"},
+		{"FailUnknownID", "SELECT jobs_fail($1, 1, 'e')::text", []any{unknownID}, "[[<nil>]]"},
+		{"HeartbeatUnknownID", "SELECT jobs_heartbeat($1, 1)", []any{unknownID}, "[[false]]"},
+		{"SnoozeUnknownID", "SELECT jobs_snooze($1, 1, now())", []any{unknownID}, "[[false]]"},
+		{"CancelUnknownID", "SELECT jobs_cancel($1)", []any{unknownID}, "[[false]]"},
+		{"RetryUnknownID", "SELECT jobs_retry($1)", []any{unknownID}, "[[false]]"},
+		{"GetUnknownID", "SELECT * FROM jobs_get($1)", []any{unknownID}, "[]"},
+		{"CompleteManyUnknownID", "SELECT * FROM jobs_complete_many(ARRAY[$1::bigint], ARRAY[1])", []any{unknownID}, "[]"},
+		{"HeartbeatManyUnknownID", "SELECT * FROM jobs_heartbeat_many(ARRAY[$1::bigint], ARRAY[1])", []any{unknownID}, "[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1095,6 +1114,15 @@ func TestExtremeValues(t *testing.T) {
 				t.Error("lease of 100 years not recorded")
 			}
 		}},
+		{"PruneMaxJobsOneDeletesOne", func(t *testing.T, conn *pgx.Conn) {
+			mustCall(t, conn, "SELECT jobs_cancel(jobs_enqueue('k')), jobs_cancel(jobs_enqueue('k'))")
+			if n := queryOne[int32](t, conn, "SELECT jobs_prune('0', true, 1)"); n != 1 {
+				t.Errorf("jobs_prune('0', true, 1) = %d, want 1", n)
+			}
+			if n := queryOne[int64](t, conn, "SELECT count(*) FROM jobs"); n != 1 {
+				t.Errorf("%d jobs left, want 1", n)
+			}
+		}},
 		{"PruneOlderThanZeroPrunesEveryFinishedJob", func(t *testing.T, conn *pgx.Conn) {
 			done := queryOne[int64](t, conn, "SELECT jobs_enqueue('k')")
 			claimOne(t, conn, "w", "default")
@@ -1346,57 +1374,5 @@ func TestUnusualArrays(t *testing.T) {
 			b := setup(t)
 			tc.run(t, b.conn)
 		})
-	}
-}
-
-// TestEnqueueManyNotifiesNewReadyJobsOnly: jobs_enqueue_many notifies jobs_ready once per
-// queue that got a new job ready now; elements that got an existing live job through their
-// unique key, and jobs not yet due, wake nobody.
-func TestEnqueueManyNotifiesNewReadyJobsOnly(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	conn := b.conn
-	mustCall(t, conn, "LISTEN jobs_ready")
-	next := func() string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			t.Fatalf("no jobs_ready notification: %v", err)
-		}
-		return n.Payload
-	}
-	// marker enqueues into queue marker and returns what was notified before its own
-	// notification, which comes last.
-	marker := func() []string {
-		t.Helper()
-		queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'marker')")
-		var got []string
-		for p := next(); p != "marker"; p = next() {
-			got = append(got, p)
-		}
-		return got
-	}
-	held := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'q', unique_key => 'x')")
-	if got := marker(); !reflect.DeepEqual(got, []string{"q"}) {
-		t.Fatalf("jobs_enqueue notified %q, want q", got)
-	}
-	for _, tc := range []struct {
-		name, sql string
-		want      []string
-	}{
-		{"AllDeduplicated", "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['q', 'q'], unique_keys => ARRAY['x', 'x'])", nil},
-		{"NotDue", "SELECT * FROM jobs_enqueue_many(ARRAY['a'], queues => ARRAY['later'], run_ats => ARRAY[now() + interval '1 hour'])", nil},
-		{"OneNewInAnotherQueue", "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['q', 'r'], unique_keys => ARRAY['x', 'x'])", []string{"r"}},
-		{"NewTwiceSameKey", "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['s', 's'], unique_keys => ARRAY['y', 'y'])", []string{"s"}},
-	} {
-		rows := mustCall(t, conn, tc.sql)
-		if tc.name == "AllDeduplicated" && fmt.Sprint(rows) != fmt.Sprintf("[[%d] [%d]]", held, held) {
-			t.Errorf("%s: jobs_enqueue_many = %v, want the held job %d twice", tc.name, rows, held)
-		}
-		if got := marker(); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: notified %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }
