@@ -905,6 +905,9 @@ func TestPayloads(t *testing.T) {
 	}
 
 	t.Run("TenMegabytes", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-short: a 10 MB payload")
+		}
 		t.Parallel()
 		conn := b.connect(t)
 		// 10 MB of JSON: a long string with escapes and non-ASCII, and a big array.
@@ -1020,6 +1023,9 @@ func TestExtremeValues(t *testing.T) {
 			}
 		}},
 		{"EnqueueMany100000", func(t *testing.T, conn *pgx.Conn) {
+			if testing.Short() {
+				t.Skip("-short: enqueues 100,000 jobs")
+			}
 			ids := mustCall(t, conn, "SELECT * FROM jobs_enqueue_many(array_fill('k'::text, ARRAY[100000]))")
 			if len(ids) != 100000 {
 				t.Fatalf("jobs_enqueue_many returned %d ids, want 100000", len(ids))

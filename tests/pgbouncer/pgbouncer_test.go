@@ -397,6 +397,7 @@ func idleLatency(t *testing.T, pool *pgxpool.Pool, run *drainRun, n int) time.Du
 // autocommit and in caller transactions; a rolled-back transaction's jobs never), and an
 // idle client starts a job within milliseconds: LISTEN works on the direct connection.
 func TestDirectListener(t *testing.T) {
+	skipIfShort(t)
 	t.Parallel()
 	b := setup(t)
 	pool := b.pooledPool(t, "exec", 20)
@@ -430,6 +431,7 @@ func TestDirectListener(t *testing.T) {
 // LISTEN connection goes through a pooler, listens anyway, and is woken by notifications,
 // since session mode keeps one server connection per client.
 func TestSessionModeListener(t *testing.T) {
+	skipIfShort(t)
 	t.Parallel()
 	b := setup(t)
 	cfg, err := pgconn.ParseConfig(b.directURL)
@@ -472,6 +474,7 @@ func TestSessionModeListener(t *testing.T) {
 // connection would go through the pooler, says so in a warning, never listens, and runs
 // every job by polling.
 func TestPollingFallback(t *testing.T) {
+	skipIfShort(t)
 	t.Parallel()
 	b := setup(t)
 	pool := b.pooledPool(t, "exec", 20)
@@ -507,6 +510,7 @@ func TestPollingFallback(t *testing.T) {
 
 // DisableListen turns LISTEN off on purpose: the client says so at Info level and polls.
 func TestDisableListen(t *testing.T) {
+	skipIfShort(t)
 	t.Parallel()
 	b := setup(t)
 	pool := b.pooledPool(t, "exec", 10)
@@ -531,6 +535,7 @@ func TestDisableListen(t *testing.T) {
 // RetryAt), snoozes, cancellations, heartbeats of a job that outlives its lease, and
 // CompleteTx in the handler's own transaction.
 func TestOutcomes(t *testing.T) {
+	skipIfShort(t)
 	t.Parallel()
 	b := setup(t)
 	pool := b.pooledPool(t, "exec", 10)
@@ -633,6 +638,7 @@ func TestOutcomes(t *testing.T) {
 // claimed exactly once and completed, failed and heartbeated as on a direct connection,
 // in each of pgx's query exec modes that do not use named prepared statements.
 func TestSQLFunctions(t *testing.T) {
+	skipIfShort(t)
 	t.Parallel()
 	b := setup(t)
 	for _, mode := range []string{"exec", "cache_describe", "simple_protocol"} {
@@ -772,6 +778,7 @@ func TestSQLFunctions(t *testing.T) {
 // enqueued in it and the caller's own write commit or roll back together, and the
 // notification is sent at commit only.
 func TestCallerTransaction(t *testing.T) {
+	skipIfShort(t)
 	t.Parallel()
 	b := setup(t)
 	pool := b.pooledPool(t, "exec", 10)
@@ -948,4 +955,13 @@ func (h *logRecorder) dump() string {
 		fmt.Fprintf(&sb, "%s %q %v\n", r.level, r.msg, r.attrs)
 	}
 	return sb.String()
+}
+
+// skipIfShort skips a test under -short: each test starts a PgBouncer of its own and runs
+// clients through it for seconds.
+func skipIfShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: PgBouncer suites run in the full suite only")
+	}
 }
