@@ -39,7 +39,10 @@ func requireFencedOut(t *testing.T, r fenceResults) {
 	}
 }
 
-func TestFencing(t *testing.T) {
+// TestFencedCalls: complete, fail, heartbeat, snooze and their batch forms refuse a caller
+// that no longer holds the job at the attempt it quotes. (driver.TestFencing checks the same
+// promise through the driver.)
+func TestFencedCalls(t *testing.T) {
 	t.Parallel()
 
 	t.Run("ExpiredAndReclaimedHolderIsRefused", func(t *testing.T) {
