@@ -65,6 +65,9 @@ func (w *testLog) Write(p []byte) (int, error) {
 // session, hog and hang jobs. It must lose nothing, do nothing twice, and recover from
 // every fault within lease + poll interval + 2s.
 func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a chaos run takes minutes")
+	}
 	srv := pgtest.NewServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -126,6 +129,9 @@ func TestChaos(t *testing.T) {
 // again: the suite must report them as done twice. A suite that passed this run could not
 // be trusted to catch anything.
 func TestChaosCatchesEffectOutsideTx(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a chaos run takes minutes")
+	}
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

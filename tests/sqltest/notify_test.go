@@ -115,6 +115,31 @@ func TestNotify(t *testing.T) {
 		requirePayloads(t, l.drain(t, b), "a", "b")
 	})
 
+	t.Run("EnqueueManyNotifiesNewReadyJobsOnly", func(t *testing.T) {
+		// Elements that got an existing live job through their unique key, and jobs not
+		// yet due, wake nobody; a queue that got a new ready job is notified once.
+		t.Parallel()
+		b := setup(t)
+		l := listen(t, b)
+		held := enqueue(t, b.conn, "queue => 'q', unique_key => 'x'")
+		requirePayloads(t, l.drain(t, b), "q")
+		for _, tc := range []struct {
+			name, sql string
+			want      []string
+		}{
+			{"AllDeduplicated", "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['q', 'q'], unique_keys => ARRAY['x', 'x'])", nil},
+			{"NotDue", "SELECT * FROM jobs_enqueue_many(ARRAY['a'], queues => ARRAY['later'], run_ats => ARRAY[now() + interval '1 hour'])", nil},
+			{"OneNewInAnotherQueue", "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['q', 'r'], unique_keys => ARRAY['x', 'x'])", []string{"r"}},
+			{"NewTwiceSameKey", "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['s', 's'], unique_keys => ARRAY['y', 'y'])", []string{"s"}},
+		} {
+			ids := queryList[int64](t, b.conn, tc.sql)
+			if tc.name == "AllDeduplicated" && !slices.Equal(ids, []int64{held, held}) {
+				t.Errorf("%s: jobs_enqueue_many = %v, want the held job %d twice", tc.name, ids, held)
+			}
+			requirePayloads(t, l.drain(t, b), tc.want...)
+		}
+	})
+
 	t.Run("FutureJobIsSilent", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

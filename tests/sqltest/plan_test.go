@@ -13,7 +13,7 @@ import (
 // the primary key even when the statistics say almost nothing runs, the usual picture of a
 // table full of finished jobs. A plan that walked the running jobs instead made each call
 // cost O(running jobs), and halved claim+complete throughput with 1,000,000 done rows
-// (TestMeasureClaimCompleteWithFinishedRows). Plans of the statements inside the functions
+// (BenchmarkClaimCompleteWithFinishedRows). Plans of the statements inside the functions
 // are read with auto_explain.
 func TestFencedCallsProbeOneRow(t *testing.T) {
 	t.Parallel()

@@ -1,0 +1,152 @@
+package badinput
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/skiplock/skiplock/tests/pgtest"
+)
+
+// TestInvalidArguments: empty strings, values over the documented limits (10000+ characters,
+// 1e6-element arrays), zero, negative and mixed-sign intervals, leases over 100 years,
+// out-of-range integers. Each is refused with 22023 naming the parameter (or another
+// documented SQLSTATE) and changes nothing, not even the good elements of a batch.
+func TestInvalidArguments(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	long := strings.Repeat("x", 10001)
+	million := 1_000_000
+	kinds1e6 := make([]string, million)
+	for i := range kinds1e6 {
+		kinds1e6[i] = "k"
+	}
+	ids1e6 := make([]int64, million)
+	attempts1e6 := make([]int32, million)
+	for i := range ids1e6 {
+		ids1e6[i] = 1
+		attempts1e6[i] = 1
+	}
+
+	for _, tc := range []struct {
+		name  string
+		sql   string
+		args  []any
+		fn    string
+		param string
+		code  string // a documented SQLSTATE other than 22023; param is then unused
+	}{
+		// jobs_enqueue: kind, queue and unique_key are 1 to 200 bytes, counted in bytes.
+		{name: "EnqueueKindEmpty", sql: "SELECT jobs_enqueue('')", fn: "jobs_enqueue", param: "kind"},
+		{name: "EnqueueKind201Bytes", sql: "SELECT jobs_enqueue(repeat('k', 201))", fn: "jobs_enqueue", param: "kind"},
+		{name: "EnqueueKind10001Chars", sql: "SELECT jobs_enqueue($1)", args: []any{long}, fn: "jobs_enqueue", param: "kind"},
+		{name: "EnqueueKind51Emoji204Bytes", sql: "SELECT jobs_enqueue($1)", args: []any{strings.Repeat("😀", 51)}, fn: "jobs_enqueue", param: "kind"},
+		{name: "EnqueueQueueEmpty", sql: "SELECT jobs_enqueue('k', queue => '')", fn: "jobs_enqueue", param: "queue"},
+		{name: "EnqueueQueue10001Chars", sql: "SELECT jobs_enqueue('k', queue => $1)", args: []any{long}, fn: "jobs_enqueue", param: "queue"},
+		{name: "EnqueueQueue201BytesOfCombiningMarks", sql: "SELECT jobs_enqueue('k', queue => 'e' || repeat(U&'\\0301', 100))", fn: "jobs_enqueue", param: "queue"},
+		{name: "EnqueueUniqueKeyEmpty", sql: "SELECT jobs_enqueue('k', unique_key => '')", fn: "jobs_enqueue", param: "unique_key"},
+		{name: "EnqueueUniqueKey10001Chars", sql: "SELECT jobs_enqueue('k', unique_key => $1)", args: []any{long}, fn: "jobs_enqueue", param: "unique_key"},
+		{name: "EnqueueMaxAttemptsZero", sql: "SELECT jobs_enqueue('k', max_attempts => 0)", fn: "jobs_enqueue", param: "max_attempts"},
+		{name: "EnqueueMaxAttemptsMinInt", sql: "SELECT jobs_enqueue('k', max_attempts => $1)", args: []any{int32(minInt32)}, fn: "jobs_enqueue", param: "max_attempts"},
+		// The kind is checked first, but whichever bad parameter is named, nothing changes.
+		{name: "EnqueueEverythingWrong", sql: "SELECT jobs_enqueue('', NULL, '', NULL, NULL, 0, '')", fn: "jobs_enqueue", param: "kind"},
+
+		// jobs_enqueue_many: all or nothing, the bad element named with its index.
+		{name: "EnqueueManyKinds1e6", sql: "SELECT * FROM jobs_enqueue_many($1)", args: []any{kinds1e6}, fn: "jobs_enqueue_many", param: "kinds"},
+		{name: "EnqueueManyKinds100001", sql: "SELECT * FROM jobs_enqueue_many(array_fill('k'::text, ARRAY[100001]))", fn: "jobs_enqueue_many", param: "kinds"},
+		{name: "EnqueueManyQueues1e6ForOneKind", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['k'], queues => $1)", args: []any{kinds1e6}, fn: "jobs_enqueue_many", param: "queues"},
+		{name: "EnqueueManyLastKindEmpty", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b', 'c', ''])", fn: "jobs_enqueue_many", param: "kinds[4]"},
+		{name: "EnqueueManyKind201Bytes", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', repeat('k', 201)])", fn: "jobs_enqueue_many", param: "kinds[2]"},
+		{name: "EnqueueManyQueueEmpty", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['q', ''])", fn: "jobs_enqueue_many", param: "queues[2]"},
+		{name: "EnqueueManyQueue10001Chars", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a'], queues => ARRAY[$1])", args: []any{long}, fn: "jobs_enqueue_many", param: "queues[1]"},
+		{name: "EnqueueManyUniqueKeyEmpty", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], unique_keys => ARRAY[NULL, ''])", fn: "jobs_enqueue_many", param: "unique_keys[2]"},
+		{name: "EnqueueManyUniqueKey201Bytes", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a'], unique_keys => ARRAY[repeat('u', 201)])", fn: "jobs_enqueue_many", param: "unique_keys[1]"},
+		{name: "EnqueueManyMaxAttemptsNegative", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], max_attempts => ARRAY[1, -1])", fn: "jobs_enqueue_many", param: "max_attempts[2]"},
+		{name: "EnqueueManyPrioritiesTooShort", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], priorities => ARRAY[1])", fn: "jobs_enqueue_many", param: "priorities"},
+		{name: "EnqueueManyRunAtsEmptyForTwoKinds", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], run_ats => '{}')", fn: "jobs_enqueue_many", param: "run_ats"},
+		{name: "EnqueueManyUniqueKeysTooLong", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a'], unique_keys => ARRAY['x', 'y'])", fn: "jobs_enqueue_many", param: "unique_keys"},
+		{name: "EnqueueManyThirdKindEmpty", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['ok', 'ok', ''])", fn: "jobs_enqueue_many", param: "kinds[3]"},
+		{name: "EnqueueManyFirstQueueNull", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY[NULL, 'q'])", fn: "jobs_enqueue_many", param: "queues[1]"},
+		{name: "EnqueueManyOnlyPriorityNull", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a'], priorities => ARRAY[NULL]::int[])", fn: "jobs_enqueue_many", param: "priorities[1]"},
+		{name: "EnqueueManyRunAtsTooShort", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], run_ats => ARRAY[now()])", fn: "jobs_enqueue_many", param: "run_ats"},
+		{name: "EnqueueManyPrioritiesTooLong", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a'], priorities => ARRAY[1, 2])", fn: "jobs_enqueue_many", param: "priorities"},
+		{name: "EnqueueManyMaxAttemptsEmptyForTwoKinds", sql: "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], max_attempts => '{}'::int[])", fn: "jobs_enqueue_many", param: "max_attempts"},
+
+		// jobs_claim
+		{name: "ClaimWorkerEmpty", sql: "SELECT * FROM jobs_claim('')", fn: "jobs_claim", param: "worker"},
+		{name: "ClaimWorker10001Chars", sql: "SELECT * FROM jobs_claim($1)", args: []any{long}, fn: "jobs_claim", param: "worker"},
+		{name: "ClaimWorker51Emoji204Bytes", sql: "SELECT * FROM jobs_claim($1)", args: []any{strings.Repeat("🚀", 51)}, fn: "jobs_claim", param: "worker"},
+		{name: "ClaimMaxJobsZero", sql: "SELECT * FROM jobs_claim('w', 0)", fn: "jobs_claim", param: "max_jobs"},
+		{name: "ClaimMaxJobsMinusOne", sql: "SELECT * FROM jobs_claim('w', -1)", fn: "jobs_claim", param: "max_jobs"},
+		{name: "ClaimMaxJobs10001", sql: "SELECT * FROM jobs_claim('w', 10001)", fn: "jobs_claim", param: "max_jobs"},
+		{name: "ClaimMaxJobsMaxInt", sql: "SELECT * FROM jobs_claim('w', $1)", args: []any{int32(maxInt32)}, fn: "jobs_claim", param: "max_jobs"},
+		{name: "ClaimMaxJobsMinInt", sql: "SELECT * FROM jobs_claim('w', $1)", args: []any{int32(minInt32)}, fn: "jobs_claim", param: "max_jobs"},
+		{name: "ClaimQueuesEmpty", sql: "SELECT * FROM jobs_claim('w', 1, '{}')", fn: "jobs_claim", param: "queues"},
+		{name: "ClaimQueuesOnlyNull", sql: "SELECT * FROM jobs_claim('w', 1, ARRAY[NULL]::text[])", fn: "jobs_claim", param: "queues"},
+		{name: "ClaimLeaseZero", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '0')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLeaseMinusOneMicrosecond", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '-1 microsecond')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLeaseMonthMinus30DaysIsZero", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '1 mon -30 days')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLeaseDayMinus86400SecondsIsZero", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '1 day -86400 seconds')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLeaseMonthMinus31DaysIsNegative", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '1 mon -31 days')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLeaseMostNegative", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '-178000000 years')", fn: "jobs_claim", param: "lease"},
+		// A lease is at most 100 years; longer ones, up to those that overflow now() + lease,
+		// are refused before any job is claimed. Intervals compare with 1 month = 30 days,
+		// so 100 years is 36000 days.
+		{name: "ClaimLease100YearsOneMicrosecond", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '100 years 1 microsecond')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLease36001Days", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '36001 days')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLeaseThousandYears", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '1000 years')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLeaseBeyondTimestampRange", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '300000 years')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLeaseMostPositive", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '178000000 years')", fn: "jobs_claim", param: "lease"},
+		{name: "ClaimLeaseMaxMicroseconds", sql: "SELECT * FROM jobs_claim('w', 1, NULL, '9223372036854775807 microseconds')", fn: "jobs_claim", param: "lease"},
+
+		// jobs_complete_many and jobs_heartbeat_many: at most 100000 pairs.
+		{name: "CompleteMany1e6", sql: "SELECT * FROM jobs_complete_many($1, $2)", args: []any{ids1e6, attempts1e6}, fn: "jobs_complete_many", param: "ids"},
+		{name: "CompleteMany100001", sql: "SELECT * FROM jobs_complete_many(array_fill(1::bigint, ARRAY[100001]), array_fill(1, ARRAY[100001]))", fn: "jobs_complete_many", param: "ids"},
+		{name: "CompleteManyAttempts1e6ForOneID", sql: "SELECT * FROM jobs_complete_many(ARRAY[1::bigint], $1)", args: []any{attempts1e6}, fn: "jobs_complete_many", param: "attempts"},
+		{name: "CompleteManyIDsEmptyAttemptsNot", sql: "SELECT * FROM jobs_complete_many('{}', ARRAY[1])", fn: "jobs_complete_many", param: "attempts"},
+		{name: "HeartbeatMany1e6", sql: "SELECT * FROM jobs_heartbeat_many($1, $2)", args: []any{ids1e6, attempts1e6}, fn: "jobs_heartbeat_many", param: "ids"},
+		{name: "HeartbeatManyAttemptsEmptyForOneID", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1]::bigint[], '{}'::int[])", fn: "jobs_heartbeat_many", param: "attempts"},
+		{name: "HeartbeatManyLeaseZero", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1::bigint], ARRAY[1], '0')", fn: "jobs_heartbeat_many", param: "lease"},
+		{name: "HeartbeatManyLeaseNegative", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1::bigint], ARRAY[1], '-1 hour')", fn: "jobs_heartbeat_many", param: "lease"},
+		{name: "HeartbeatManyLeaseMixedSignZero", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1::bigint], ARRAY[1], '1 mon -30 days')", fn: "jobs_heartbeat_many", param: "lease"},
+		{name: "HeartbeatManyLease100YearsOneMicrosecond", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1::bigint], ARRAY[1], '100 years 1 microsecond')", fn: "jobs_heartbeat_many", param: "lease"},
+		{name: "HeartbeatManyLeaseBeyondTimestampRange", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1::bigint], ARRAY[1], '178000000 years')", fn: "jobs_heartbeat_many", param: "lease"},
+
+		// jobs_heartbeat
+		{name: "HeartbeatLeaseZero", sql: "SELECT jobs_heartbeat(1, 1, '0')", fn: "jobs_heartbeat", param: "lease"},
+		{name: "HeartbeatLeaseMinusOneMicrosecond", sql: "SELECT jobs_heartbeat(1, 1, '-1 microsecond')", fn: "jobs_heartbeat", param: "lease"},
+		{name: "HeartbeatLeaseMonthMinus31Days", sql: "SELECT jobs_heartbeat(1, 1, '1 mon -31 days')", fn: "jobs_heartbeat", param: "lease"},
+		{name: "HeartbeatLease100YearsOneMicrosecond", sql: "SELECT jobs_heartbeat(1, 1, '100 years 1 microsecond')", fn: "jobs_heartbeat", param: "lease"},
+		{name: "HeartbeatLeaseBeyondTimestampRange", sql: "SELECT jobs_heartbeat(1, 1, '178000000 years')", fn: "jobs_heartbeat", param: "lease"},
+		// The lease is checked before the job is looked up: a stale attempt is no excuse.
+		{name: "HeartbeatStaleAttemptLeaseBeyondTimestampRange", sql: "SELECT jobs_heartbeat(1, 2, '178000000 years')", fn: "jobs_heartbeat", param: "lease"},
+
+		// jobs_prune
+		{name: "PruneOlderThanMinusOneMicrosecond", sql: "SELECT jobs_prune('-1 microsecond')", fn: "jobs_prune", param: "older_than"},
+		{name: "PruneOlderThanMixedSignNegative", sql: "SELECT jobs_prune('1 mon -31 days')", fn: "jobs_prune", param: "older_than"},
+		{name: "PruneOlderThanMostNegative", sql: "SELECT jobs_prune('-178000000 years')", fn: "jobs_prune", param: "older_than"},
+		{name: "PruneMaxJobsZero", sql: "SELECT jobs_prune('0', true, 0)", fn: "jobs_prune", param: "max_jobs"},
+		{name: "PruneMaxJobsMinInt", sql: "SELECT jobs_prune('0', true, $1)", args: []any{int32(minInt32)}, fn: "jobs_prune", param: "max_jobs"},
+
+		// jobs_backoff
+		{name: "BackoffZero", sql: "SELECT jobs_backoff(0)", fn: "jobs_backoff", param: "attempt"},
+		{name: "BackoffMinInt", sql: "SELECT jobs_backoff($1)", args: []any{int32(minInt32)}, fn: "jobs_backoff", param: "attempt"},
+
+		// jobs_retry: documented 23505 when the job's unique_key is held by a live job.
+		{name: "RetryUniqueKeyHeldByLiveJob", sql: "SELECT jobs_retry(6)", code: "23505"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			conn := f.connect(t)
+			_, err := call(t.Context(), conn, tc.sql, tc.args...)
+			if tc.code != "" {
+				if err == nil {
+					t.Fatalf("%s succeeded, want SQLSTATE %s", tc.sql, tc.code)
+				}
+				pgtest.RequirePgError(t, err, tc.code)
+			} else {
+				requireInvalid(t, err, tc.fn, tc.param)
+			}
+			f.unchanged(t, conn, tc.sql)
+		})
+	}
+}

@@ -1,0 +1,163 @@
+package badinput
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/skiplock/skiplock/tests/internal/jobstest"
+)
+
+// TestInvalidArgumentMessages pins the exact wording of every error a bad argument gets, as a
+// psql user reads it: the other tests check the SQLSTATE, the COLUMN field and the message's
+// '<function>: <parameter> ' prefix, this one the whole message. Each call aims at the
+// fixture's running job 1 (held at attempt 1) or would claim, enqueue or prune if let
+// through, so the fixture's checksum shows a call that acted before it validated.
+//
+// These were the calls of the psql suite's validation.sql, which this test replaces: the
+// psql suite keeps only the documented examples (tests/regress/sql/sql_api_examples.sql).
+func TestInvalidArgumentMessages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	t.Run("ChecksumSeesAChange", func(t *testing.T) {
+		// A checksum blind to changes would pass every case below.
+		tx, err := f.connect(t).Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(context.WithoutCancel(t.Context())) }()
+		if _, err := tx.Exec(t.Context(), "SELECT jobs_enqueue('k')"); err != nil {
+			t.Fatal(err)
+		}
+		if jobstest.TableChecksum(t, tx) == f.before {
+			t.Fatal("an enqueue left the fixture's checksum as it was")
+		}
+	})
+	for _, tc := range []struct{ sql, message string }{
+		{`SELECT jobs_enqueue(NULL)`, `jobs_enqueue: kind must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue('')`, `jobs_enqueue: kind must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue(repeat('k', 201))`, `jobs_enqueue: kind must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue(repeat('é', 101))`, `jobs_enqueue: kind must be a non-empty string of at most 200 bytes`}, // 101 characters, 202 bytes
+		{`SELECT jobs_enqueue('k', payload => NULL)`, `jobs_enqueue: payload must not be NULL (use '{}' for no payload)`},
+		{`SELECT jobs_enqueue('k', queue => NULL)`, `jobs_enqueue: queue must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue('k', queue => '')`, `jobs_enqueue: queue must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue('k', queue => repeat('q', 201))`, `jobs_enqueue: queue must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue('k', run_at => NULL)`, `jobs_enqueue: run_at must be a finite timestamp`},
+		{`SELECT jobs_enqueue('k', run_at => 'infinity')`, `jobs_enqueue: run_at must be a finite timestamp`},
+		{`SELECT jobs_enqueue('k', run_at => '-infinity')`, `jobs_enqueue: run_at must be a finite timestamp`},
+		{`SELECT jobs_enqueue('k', priority => NULL)`, `jobs_enqueue: priority must not be NULL`},
+		{`SELECT jobs_enqueue('k', max_attempts => NULL)`, `jobs_enqueue: max_attempts must be at least 1`},
+		{`SELECT jobs_enqueue('k', max_attempts => 0)`, `jobs_enqueue: max_attempts must be at least 1`},
+		{`SELECT jobs_enqueue('k', max_attempts => -1)`, `jobs_enqueue: max_attempts must be at least 1`},
+		{`SELECT jobs_enqueue('k', unique_key => '')`, `jobs_enqueue: unique_key must be NULL or a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue('k', unique_key => repeat('u', 201))`, `jobs_enqueue: unique_key must be NULL or a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue_many(NULL)`, `jobs_enqueue_many: kinds must not be NULL`},
+		{`SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[100001]))`, `jobs_enqueue_many: kinds must have at most 100000 elements`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], payloads => ARRAY['{}']::jsonb[])`, `jobs_enqueue_many: payloads must be NULL or have as many elements as kinds (2)`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], queues => ARRAY['a', 'b', 'c'])`, `jobs_enqueue_many: queues must be NULL or have as many elements as kinds (2)`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], run_ats => ARRAY[]::timestamptz[])`, `jobs_enqueue_many: run_ats must be NULL or have as many elements as kinds (2)`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], priorities => ARRAY[1])`, `jobs_enqueue_many: priorities must be NULL or have as many elements as kinds (2)`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], max_attempts => ARRAY[1])`, `jobs_enqueue_many: max_attempts must be NULL or have as many elements as kinds (2)`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], unique_keys => ARRAY['u'])`, `jobs_enqueue_many: unique_keys must be NULL or have as many elements as kinds (2)`},
+		{`SELECT jobs_enqueue_many('{{k},{k}}'::text[])`, `jobs_enqueue_many: kinds must be a one-dimensional array`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], payloads => '{{"{}"},{"{}"}}'::jsonb[])`, `jobs_enqueue_many: payloads must be a one-dimensional array`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], queues => '{{a},{b}}'::text[])`, `jobs_enqueue_many: queues must be a one-dimensional array`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], run_ats => ARRAY[ARRAY[now()], ARRAY[now()]])`, `jobs_enqueue_many: run_ats must be a one-dimensional array`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], priorities => '{{1},{2}}'::integer[])`, `jobs_enqueue_many: priorities must be a one-dimensional array`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], max_attempts => '{{1},{2}}'::integer[])`, `jobs_enqueue_many: max_attempts must be a one-dimensional array`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], unique_keys => '{{u},{v}}'::text[])`, `jobs_enqueue_many: unique_keys must be a one-dimensional array`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', NULL])`, `jobs_enqueue_many: kinds[2] must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', ''])`, `jobs_enqueue_many: kinds[2] must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', repeat('k', 201)])`, `jobs_enqueue_many: kinds[2] must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], payloads => ARRAY['{}', NULL]::jsonb[])`, `jobs_enqueue_many: payloads[2] must not be NULL (use '{}' for no payload)`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], queues => ARRAY['a', NULL])`, `jobs_enqueue_many: queues[2] must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], queues => ARRAY['a', ''])`, `jobs_enqueue_many: queues[2] must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], run_ats => ARRAY[now(), NULL])`, `jobs_enqueue_many: run_ats[2] must be a finite timestamp`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], run_ats => ARRAY[now(), 'infinity'])`, `jobs_enqueue_many: run_ats[2] must be a finite timestamp`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], run_ats => ARRAY[now(), '-infinity'])`, `jobs_enqueue_many: run_ats[2] must be a finite timestamp`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], priorities => ARRAY[0, NULL])`, `jobs_enqueue_many: priorities[2] must not be NULL`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], max_attempts => ARRAY[1, 0])`, `jobs_enqueue_many: max_attempts[2] must be at least 1`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], unique_keys => ARRAY['u', ''])`, `jobs_enqueue_many: unique_keys[2] must be NULL or a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k'], unique_keys => ARRAY[NULL, repeat('u', 201)])`, `jobs_enqueue_many: unique_keys[2] must be NULL or a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'k', NULL, ''])`, `jobs_enqueue_many: kinds[3] must be a non-empty string of at most 200 bytes`},
+		{`SELECT * FROM jobs_claim(NULL)`, `jobs_claim: worker must be a non-empty string of at most 200 bytes`},
+		{`SELECT * FROM jobs_claim('')`, `jobs_claim: worker must be a non-empty string of at most 200 bytes`},
+		{`SELECT * FROM jobs_claim(repeat('w', 201))`, `jobs_claim: worker must be a non-empty string of at most 200 bytes`},
+		{`SELECT * FROM jobs_claim('w', max_jobs => NULL)`, `jobs_claim: max_jobs must be between 1 and 10000`},
+		{`SELECT * FROM jobs_claim('w', max_jobs => 0)`, `jobs_claim: max_jobs must be between 1 and 10000`},
+		{`SELECT * FROM jobs_claim('w', max_jobs => 10001)`, `jobs_claim: max_jobs must be between 1 and 10000`},
+		{`SELECT * FROM jobs_claim('w', queues => '{}')`, `jobs_claim: queues must be NULL (all queues) or a non-empty array without NULLs`},
+		{`SELECT * FROM jobs_claim('w', queues => ARRAY['default', NULL])`, `jobs_claim: queues must be NULL (all queues) or a non-empty array without NULLs`},
+		{`SELECT * FROM jobs_claim('w', queues => '{{default}}'::text[])`, `jobs_claim: queues must be a one-dimensional array`},
+		{`SELECT * FROM jobs_claim('w', lease => NULL)`, `jobs_claim: lease must be a positive interval of at most 100 years`},
+		{`SELECT * FROM jobs_claim('w', lease => '0')`, `jobs_claim: lease must be a positive interval of at most 100 years`},
+		{`SELECT * FROM jobs_claim('w', lease => '-1 second')`, `jobs_claim: lease must be a positive interval of at most 100 years`},
+		{`SELECT * FROM jobs_claim('w', lease => '100 years 1 microsecond')`, `jobs_claim: lease must be a positive interval of at most 100 years`},
+		{`SELECT * FROM jobs_claim('w', lease => '178000000 years')`, `jobs_claim: lease must be a positive interval of at most 100 years`},
+		{`SELECT jobs_complete(NULL, 1)`, `jobs_complete: id must not be NULL`},
+		{`SELECT jobs_complete(1, NULL)`, `jobs_complete: attempt must not be NULL`},
+		{`SELECT jobs_fail(NULL, 1, 'e')`, `jobs_fail: id must not be NULL`},
+		{`SELECT jobs_fail(1, NULL, 'e')`, `jobs_fail: attempt must not be NULL`},
+		{`SELECT jobs_fail(1, 1, NULL)`, `jobs_fail: error must not be NULL`},
+		{`SELECT jobs_fail(1, 1, 'e', 'infinity')`, `jobs_fail: retry_at must be NULL or a finite timestamp`},
+		{`SELECT jobs_fail(1, 1, 'e', '-infinity')`, `jobs_fail: retry_at must be NULL or a finite timestamp`},
+		{`SELECT jobs_heartbeat(NULL, 1)`, `jobs_heartbeat: id must not be NULL`},
+		{`SELECT jobs_heartbeat(1, NULL)`, `jobs_heartbeat: attempt must not be NULL`},
+		{`SELECT jobs_heartbeat(1, 1, lease => NULL)`, `jobs_heartbeat: lease must be a positive interval of at most 100 years`},
+		{`SELECT jobs_heartbeat(1, 1, lease => '0')`, `jobs_heartbeat: lease must be a positive interval of at most 100 years`},
+		{`SELECT jobs_heartbeat(1, 1, lease => '-5 minutes')`, `jobs_heartbeat: lease must be a positive interval of at most 100 years`},
+		{`SELECT jobs_heartbeat(1, 1, lease => '100 years 1 microsecond')`, `jobs_heartbeat: lease must be a positive interval of at most 100 years`},
+		{`SELECT jobs_heartbeat(1, 1, lease => '178000000 years')`, `jobs_heartbeat: lease must be a positive interval of at most 100 years`},
+		{`SELECT jobs_snooze(NULL, 1, now())`, `jobs_snooze: id must not be NULL`},
+		{`SELECT jobs_snooze(1, NULL, now())`, `jobs_snooze: attempt must not be NULL`},
+		{`SELECT jobs_snooze(1, 1, NULL)`, `jobs_snooze: run_at must be a finite timestamp`},
+		{`SELECT jobs_snooze(1, 1, 'infinity')`, `jobs_snooze: run_at must be a finite timestamp`},
+		{`SELECT jobs_snooze(1, 1, '-infinity')`, `jobs_snooze: run_at must be a finite timestamp`},
+		{`SELECT jobs_complete_many(NULL, ARRAY[1])`, `jobs_complete_many: ids must not be NULL`},
+		{`SELECT jobs_complete_many(ARRAY[1]::bigint[], NULL)`, `jobs_complete_many: attempts must not be NULL`},
+		{`SELECT jobs_complete_many(ARRAY[1]::bigint[], ARRAY[1, 1])`, `jobs_complete_many: attempts must have as many elements as ids`},
+		{`SELECT jobs_complete_many(ARRAY[1, NULL]::bigint[], ARRAY[1, 1])`, `jobs_complete_many: ids must not contain NULL`},
+		{`SELECT jobs_complete_many(ARRAY[1]::bigint[], ARRAY[NULL]::integer[])`, `jobs_complete_many: attempts must not contain NULL`},
+		{`SELECT jobs_complete_many(array_fill(1::bigint, ARRAY[100001]), array_fill(1, ARRAY[100001]))`, `jobs_complete_many: ids must have at most 100000 elements`},
+		{`SELECT jobs_complete_many(ARRAY[ARRAY[1]]::bigint[], ARRAY[1])`, `jobs_complete_many: ids must be a one-dimensional array`},
+		{`SELECT jobs_complete_many(ARRAY[1]::bigint[], ARRAY[ARRAY[1]])`, `jobs_complete_many: attempts must be a one-dimensional array`},
+		{`SELECT jobs_heartbeat_many(NULL, ARRAY[1])`, `jobs_heartbeat_many: ids must not be NULL`},
+		{`SELECT jobs_heartbeat_many(ARRAY[1]::bigint[], NULL)`, `jobs_heartbeat_many: attempts must not be NULL`},
+		{`SELECT jobs_heartbeat_many(ARRAY[1]::bigint[], ARRAY[1, 1])`, `jobs_heartbeat_many: attempts must have as many elements as ids`},
+		{`SELECT jobs_heartbeat_many(ARRAY[1, NULL]::bigint[], ARRAY[1, 1])`, `jobs_heartbeat_many: ids must not contain NULL`},
+		{`SELECT jobs_heartbeat_many(ARRAY[1]::bigint[], ARRAY[NULL]::integer[])`, `jobs_heartbeat_many: attempts must not contain NULL`},
+		{`SELECT jobs_heartbeat_many(array_fill(1::bigint, ARRAY[100001]), array_fill(1, ARRAY[100001]))`, `jobs_heartbeat_many: ids must have at most 100000 elements`},
+		{`SELECT jobs_heartbeat_many(ARRAY[ARRAY[1]]::bigint[], ARRAY[1])`, `jobs_heartbeat_many: ids must be a one-dimensional array`},
+		{`SELECT jobs_heartbeat_many(ARRAY[1]::bigint[], ARRAY[ARRAY[1]])`, `jobs_heartbeat_many: attempts must be a one-dimensional array`},
+		{`SELECT jobs_heartbeat_many(ARRAY[1]::bigint[], ARRAY[1], lease => NULL)`, `jobs_heartbeat_many: lease must be a positive interval of at most 100 years`},
+		{`SELECT jobs_heartbeat_many(ARRAY[1]::bigint[], ARRAY[1], lease => '0')`, `jobs_heartbeat_many: lease must be a positive interval of at most 100 years`},
+		{`SELECT jobs_heartbeat_many(ARRAY[1]::bigint[], ARRAY[1], lease => '100 years 1 microsecond')`, `jobs_heartbeat_many: lease must be a positive interval of at most 100 years`},
+		{`SELECT jobs_cancel(NULL)`, `jobs_cancel: id must not be NULL`},
+		{`SELECT jobs_retry(NULL)`, `jobs_retry: id must not be NULL`},
+		{`SELECT * FROM jobs_get(NULL)`, `jobs_get: id must not be NULL`},
+		{`SELECT jobs_prune(older_than => NULL)`, `jobs_prune: older_than must be an interval >= 0`},
+		{`SELECT jobs_prune(older_than => '-1 second')`, `jobs_prune: older_than must be an interval >= 0`},
+		{`SELECT jobs_prune(older_than => '0', include_dead => NULL)`, `jobs_prune: include_dead must not be NULL`},
+		{`SELECT jobs_prune(older_than => '0', max_jobs => NULL)`, `jobs_prune: max_jobs must be at least 1`},
+		{`SELECT jobs_prune(older_than => '0', max_jobs => 0)`, `jobs_prune: max_jobs must be at least 1`},
+		{`SELECT jobs_backoff(NULL)`, `jobs_backoff: attempt must be at least 1`},
+		{`SELECT jobs_backoff(0)`, `jobs_backoff: attempt must be at least 1`},
+		{`SELECT jobs_backoff(-1)`, `jobs_backoff: attempt must be at least 1`},
+		// An empty call still checks its other arrays.
+		{`SELECT jobs_enqueue_many('{}', queues => ARRAY['q'])`, `jobs_enqueue_many: queues must be NULL or have as many elements as kinds (0)`},
+		{`SELECT jobs_enqueue_many('{}', payloads => '{{"{}"}}'::jsonb[])`, `jobs_enqueue_many: payloads must be a one-dimensional array`},
+	} {
+		t.Run(tc.sql, func(t *testing.T) {
+			t.Parallel()
+			fn, rest, _ := strings.Cut(tc.message, ": ")
+			param, _, _ := strings.Cut(rest, " ")
+			conn := f.connect(t)
+			_, err := call(t.Context(), conn, tc.sql)
+			requireInvalid(t, err, fn, param)
+			if pgErr := asPgError(err); pgErr != nil && pgErr.Message != tc.message {
+				t.Errorf("message %q, want %q", pgErr.Message, tc.message)
+			}
+			f.unchanged(t, conn, tc.sql)
+		})
+	}
+}
