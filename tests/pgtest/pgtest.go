@@ -10,7 +10,9 @@
 //  1. DATABASE_URL, if set: an existing server, reached as a user that can
 //     CREATE DATABASE. Databases made here are dropped again.
 //  2. Otherwise, if a Docker engine answers within two seconds, a postgres:15
-//     container started with testcontainers-go.
+//     container started with testcontainers-go by the dockerpg program
+//     (tests/pgtest/dockerpg, a module of its own so that its dependencies stay
+//     out of skiplock's go.mod), which pgtest runs with `go run`.
 //  3. Otherwise a throwaway local cluster from internal/pglocal, with fsync
 //     off: tests crash processes, not machines, so they lose nothing by it.
 //

@@ -166,3 +166,30 @@ func TestDockerReachableDoesNotHang(t *testing.T) {
 		t.Error("a closed port counts as a Docker engine")
 	}
 }
+
+// TestDockerContainer starts a container through the dockerpg module, as the shared server
+// does when a Docker engine answers and DATABASE_URL is unset.
+func TestDockerContainer(t *testing.T) {
+	t.Parallel()
+	if !dockerReachable() {
+		t.Skip("no Docker engine answers at DOCKER_HOST or /var/run/docker.sock: " +
+			"the testcontainers path (tests/pgtest/dockerpg) is not exercised on this machine")
+	}
+	url, stop, err := startContainer(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	pool, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if v := scalar[string](t, pool, "SHOW server_version"); !strings.HasPrefix(v, "15") {
+		t.Errorf("server_version = %s, want the %s image's", v, containerImage)
+	}
+}
