@@ -1,13 +1,10 @@
 package driver_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -18,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skiplock/skiplock/driver"
+	"github.com/skiplock/skiplock/internal/subproc"
+	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
 // Worker processes for the crash tests are this test binary, re-executed with helperModeEnv
@@ -133,78 +132,53 @@ func runHelper(mode string) int {
 
 // helperProcess is a running helper.
 type helperProcess struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // set before exited is closed
+	*subproc.Process
 }
 
-// startHelper starts this binary as a helper process; the test's cleanup kills it if it is
-// still running.
+// startHelper starts this binary as a helper process, its stderr going to the test's log;
+// the test's cleanup kills it if it is still running.
 func startHelper(t *testing.T, mode, url, id string, slots int, lease time.Duration) *helperProcess {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(),
-		helperModeEnv+"="+mode, helperURLEnv+"="+url, helperIDEnv+"="+id,
-		helperSlotsEnv+"="+strconv.Itoa(slots), helperLeaseEnv+"="+lease.String())
-	out, err := cmd.StderrPipe()
+	p, err := subproc.Start(context.Background(), exe, &subproc.Options{
+		Env: []string{
+			helperModeEnv + "=" + mode, helperURLEnv + "=" + url, helperIDEnv + "=" + id,
+			helperSlotsEnv + "=" + strconv.Itoa(slots), helperLeaseEnv + "=" + lease.String(),
+		},
+		Stderr:       pgtest.NewLogWriter(t),
+		StderrPrefix: "[" + id + "] ",
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logw := &testLogWriter{t: t}
-	t.Cleanup(func() {
-		logw.mu.Lock()
-		logw.done = true
-		logw.mu.Unlock()
-	})
-	hp := &helperProcess{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			fmt.Fprintf(logw, "[%s] %s", id, sc.Text())
-		}
-		hp.err = cmd.Wait()
-		close(hp.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-hp.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-hp.exited
-		}
-	})
-	return hp
+	t.Cleanup(p.Kill)
+	return &helperProcess{p}
 }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (hp *helperProcess) stop(t *testing.T) {
 	t.Helper()
-	_ = hp.cmd.Process.Signal(syscall.SIGTERM)
+	_ = hp.Signal(syscall.SIGTERM)
 	select {
-	case <-hp.exited:
+	case <-hp.Done():
 	case <-time.After(30 * time.Second):
-		t.Fatalf("helper %d did not exit within 30s of SIGTERM", hp.cmd.Process.Pid)
+		t.Fatalf("helper %d did not exit within 30s of SIGTERM", hp.Pid())
 	}
-	if hp.err != nil {
-		t.Fatalf("helper %d: %v", hp.cmd.Process.Pid, hp.err)
+	if err := hp.Err(); err != nil {
+		t.Fatalf("helper %d: %v", hp.Pid(), err)
 	}
 }
 
 // kill9 kills the process with SIGKILL and waits for it.
 func (hp *helperProcess) kill9(t *testing.T) {
 	t.Helper()
-	if err := hp.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	if hp.Exited() {
+		t.Fatalf("helper %d exited before it was killed: %v", hp.Pid(), hp.Err())
 	}
-	<-hp.exited
+	hp.Kill()
 }
 
 // rssKB reads the process's resident set size from /proc.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,30 +51,9 @@ func newPool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// testLogger logs to t until the test's cleanups start; client goroutines may log later.
+// testLogger logs to t until the test ends; client goroutines may log later.
 func testLogger(t testing.TB) *slog.Logger {
-	w := &testLogWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type testLogWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testLogWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
+	return slog.New(slog.NewTextHandler(pgtest.NewLogWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // startClient runs a client until the test ends, and fails the test if Run returns an error.
