@@ -81,13 +81,7 @@ func startClient(t testing.TB, pool *pgxpool.Pool, cfg *driver.Config) *driver.C
 // waitUntil polls cond every 10ms until it is true, failing the test after timeout.
 func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pgtest.WaitFor(t, timeout, what, cond)
 }
 
 // jobInfo is a job's row, read directly for assertions.
@@ -121,11 +115,7 @@ func jobStateIs(t testing.TB, db driver.Executor, id int64, state string) func()
 
 func queryInt(t testing.TB, db driver.Executor, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return pgtest.QueryOne[int](t, db, sql, args...)
 }
 
 func mustEnqueue(t testing.TB, db driver.Executor, kind string, payload any, opts *driver.EnqueueOpts) int64 {

@@ -40,10 +40,10 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("pid", sleep.Process.Pid)
 		fmt.Println("ready")
-		select {}
+		time.Sleep(time.Hour) // not select {}: the runtime would call that a deadlock and exit
 	case "hang":
 		fmt.Println("ready")
-		select {}
+		time.Sleep(time.Hour) // not select {}: the runtime would call that a deadlock and exit
 	}
 	os.Exit(2)
 }

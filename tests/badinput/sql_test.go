@@ -29,22 +29,13 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// testBundle is one test's database (skiplock installed, nothing else) and a session on it.
-type testBundle struct {
-	url  string
-	conn *pgx.Conn
-}
+// testBundle is one test's database (skiplock installed, nothing else) and a session on it:
+// pgtest's standard bundle.
+type testBundle = pgtest.TestDB
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
-	return &testBundle{url: url, conn: pgtest.NewConn(t, url)}
-}
-
-// connect opens another session on the test's database.
-func (b *testBundle) connect(t *testing.T) *pgx.Conn {
-	t.Helper()
-	return pgtest.NewConn(t, b.url)
+	return pgtest.NewTestDB(t)
 }
 
 // call runs sql and reads all its rows: a set-returning function may raise while its rows
@@ -78,11 +69,7 @@ func mustCall(t *testing.T, conn *pgx.Conn, sql string, args ...any) [][]any {
 // queryOne runs a query returning one row of one value and returns it.
 func queryOne[T any](t *testing.T, conn *pgx.Conn, sql string, args ...any) T {
 	t.Helper()
-	var v T
-	if err := conn.QueryRow(t.Context(), sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return v
+	return pgtest.QueryOne[T](t, conn, sql, args...)
 }
 
 // requireInvalid checks that err is the error _jobs_invalid raises for param of fn:
@@ -121,7 +108,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	b := setup(t)
-	c := b.conn
+	c := b.Conn
 	for _, sql := range []string{
 		"SELECT jobs_enqueue('k', queue => 'running', unique_key => 'held')",
 		"SELECT * FROM jobs_claim('w', 1, ARRAY['running'], '1 hour')",
@@ -293,7 +280,7 @@ func TestValidBaselines(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	run := func(t *testing.T, sql string) {
-		tx, err := f.conn.Begin(t.Context())
+		tx, err := f.Conn.Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +307,7 @@ func TestValidBaselines(t *testing.T) {
 			}
 		}
 	}
-	f.unchanged(t, f.conn, "the rolled-back calls")
+	f.unchanged(t, f.Conn, "the rolled-back calls")
 }
 
 // TestNullArguments: each parameter in turn is NULL (or, for arrays, holds a NULL) while
@@ -343,7 +330,7 @@ func TestNullArguments(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conn := f.connect(t)
+			conn := f.Connect(t)
 			_, err := call(t.Context(), conn, tc.sql)
 			requireInvalid(t, err, tc.fn, tc.param)
 			f.unchanged(t, conn, tc.sql)
@@ -478,7 +465,7 @@ func TestInvalidArguments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conn := f.connect(t)
+			conn := f.Connect(t)
 			_, err := call(t.Context(), conn, tc.sql, tc.args...)
 			if tc.code != "" {
 				if err == nil {
@@ -552,7 +539,7 @@ func TestHarmlessArguments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conn := f.connect(t)
+			conn := f.Connect(t)
 			got, err := call(t.Context(), conn, tc.sql, tc.args...)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.sql, err)
@@ -566,7 +553,7 @@ func TestHarmlessArguments(t *testing.T) {
 
 	t.Run("BackoffExtremeAttempts", func(t *testing.T) {
 		t.Parallel()
-		conn := f.connect(t)
+		conn := f.Connect(t)
 		// Defaults: base 1 s, cap 1 h, jitter 25%.
 		for _, tc := range []struct {
 			attempt  int32
@@ -710,7 +697,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			s := ws.s
 
 			t.Run("Kind", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue($1, queue => 'kind')", s)
 				ids := mustCall(t, conn, "SELECT * FROM jobs_enqueue_many(ARRAY[$1::text, 'plain', $1::text], queues => ARRAY['kind', 'kind', 'kind'])", s)
 				got := claimAll(t, conn, s, 10, []string{"kind"}, "1 hour")
@@ -726,7 +713,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			})
 
 			t.Run("Queue", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				mustCall(t, conn, "LISTEN jobs_ready")
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => $1)", s)
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -754,7 +741,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			})
 
 			t.Run("Worker", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'worker')")
 				j := claimAll(t, conn, s, 1, []string{"worker"}, "1 hour")
 				if len(j) != 1 {
@@ -787,7 +774,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			})
 
 			t.Run("UniqueKey", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'key', unique_key => $1)", s)
 				again := queryOne[int64](t, conn, "SELECT jobs_enqueue('other', queue => 'key', unique_key => $1)", s)
 				// A key one byte shorter or longer is another key.
@@ -809,7 +796,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			})
 
 			t.Run("ErrorText", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'error')")
 				claimOne(t, conn, "w", "error")
 				if st := queryOne[string](t, conn, "SELECT jobs_fail($1, 1, $2, now())::text", id, s); st != "queued" {
@@ -854,7 +841,7 @@ func TestPayloads(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conn := b.connect(t)
+			conn := b.Connect(t)
 			queue := "payload-" + tc.name
 			_, err := call(t.Context(), conn, "SELECT jobs_enqueue('k', $1::jsonb, $2)", tc.in, queue)
 			if tc.name == "StringWithEscapes" {
@@ -887,7 +874,7 @@ func TestPayloads(t *testing.T) {
 
 	t.Run("TenMegabytes", func(t *testing.T) {
 		t.Parallel()
-		conn := b.connect(t)
+		conn := b.Connect(t)
 		// 10 MB of JSON: a long string with escapes and non-ASCII, and a big array.
 		var sb strings.Builder
 		for sb.Len() < 10<<20 {
@@ -1112,7 +1099,7 @@ func TestExtremeValues(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			tc.run(t, b.conn)
+			tc.run(t, b.Conn)
 		})
 	}
 }
@@ -1175,7 +1162,7 @@ func TestInfiniteTimestamps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			conn := b.conn
+			conn := b.Conn
 			id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'q')")
 			var args []any
 			if tc.held {
@@ -1344,7 +1331,7 @@ func TestUnusualArrays(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			tc.run(t, b.conn)
+			tc.run(t, b.Conn)
 		})
 	}
 }
@@ -1355,7 +1342,7 @@ func TestUnusualArrays(t *testing.T) {
 func TestEnqueueManyNotifiesNewReadyJobsOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	conn := b.conn
+	conn := b.Conn
 	mustCall(t, conn, "LISTEN jobs_ready")
 	next := func() string {
 		t.Helper()

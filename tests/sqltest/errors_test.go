@@ -18,15 +18,15 @@ func TestInvalidArguments(t *testing.T) {
 	// The table holds a running, a queued and a done job, so that a function that acted
 	// before validating would show in the checksum. The running job has id 1 at attempt 1,
 	// and the cases aim at it.
-	enqueue(t, b.conn, "queue => 'running'")
-	if j := claimOne(t, b.conn, "w", "running", "1 hour"); j.ID != 1 || j.Attempt != 1 {
+	enqueue(t, b.Conn, "queue => 'running'")
+	if j := claimOne(t, b.Conn, "w", "running", "1 hour"); j.ID != 1 || j.Attempt != 1 {
 		t.Fatalf("setup: running job is %+v, want id 1 at attempt 1", j)
 	}
-	enqueue(t, b.conn, "queue => 'queued'")
-	enqueue(t, b.conn, "queue => 'done'")
-	j := claimOne(t, b.conn, "w", "done", "1 hour")
-	mustExec(t, b.conn, "SELECT jobs_complete($1, $2)", j.ID, j.Attempt)
-	before := jobstest.TableChecksum(t, b.conn)
+	enqueue(t, b.Conn, "queue => 'queued'")
+	enqueue(t, b.Conn, "queue => 'done'")
+	j := claimOne(t, b.Conn, "w", "done", "1 hour")
+	mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", j.ID, j.Attempt)
+	before := jobstest.TableChecksum(t, b.Conn)
 
 	for _, tc := range []struct {
 		name  string
@@ -128,7 +128,7 @@ func TestInvalidArguments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conn := b.connect(t)
+			conn := b.Connect(t)
 			rows, err := conn.Query(t.Context(), tc.sql)
 			if err == nil {
 				for rows.Next() {
@@ -152,8 +152,8 @@ func TestInvalidArguments(t *testing.T) {
 func TestUnknownIDIsNotAnError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	enqueue(t, b.conn, "")
-	before := jobstest.TableChecksum(t, b.conn)
+	enqueue(t, b.Conn, "")
+	before := jobstest.TableChecksum(t, b.Conn)
 	const unknown = 987654321
 
 	for _, sql := range []string{
@@ -163,11 +163,11 @@ func TestUnknownIDIsNotAnError(t *testing.T) {
 		"SELECT jobs_cancel($1)",
 		"SELECT jobs_retry($1)",
 	} {
-		if got := queryOne[bool](t, b.conn, sql, unknown); got {
+		if got := queryOne[bool](t, b.Conn, sql, unknown); got {
 			t.Errorf("%s with an unknown id returned true", sql)
 		}
 	}
-	if got := queryOne[*string](t, b.conn, "SELECT jobs_fail($1, 1, 'e')::text", unknown); got != nil {
+	if got := queryOne[*string](t, b.Conn, "SELECT jobs_fail($1, 1, 'e')::text", unknown); got != nil {
 		t.Errorf("jobs_fail with an unknown id returned %q, want NULL", *got)
 	}
 	for _, sql := range []string{
@@ -175,12 +175,12 @@ func TestUnknownIDIsNotAnError(t *testing.T) {
 		"SELECT * FROM jobs_heartbeat_many(ARRAY[$1::bigint], ARRAY[1])",
 		"SELECT count(*) FROM jobs_get($1) WHERE state IS NOT NULL",
 	} {
-		got := queryList[int64](t, b.conn, sql, unknown)
+		got := queryList[int64](t, b.Conn, sql, unknown)
 		if len(got) != 0 && !(len(got) == 1 && got[0] == 0 && strings.Contains(sql, "count")) {
 			t.Errorf("%s with an unknown id returned %v", sql, got)
 		}
 	}
-	if after := jobstest.TableChecksum(t, b.conn); after != before {
+	if after := jobstest.TableChecksum(t, b.Conn); after != before {
 		t.Fatal("calls with an unknown id changed the tables")
 	}
 }

@@ -35,19 +35,19 @@ func TestMeasureClaimCompleteWithFinishedRows(t *testing.T) {
 		b := setup(t)
 		if done > 0 {
 			start := time.Now()
-			mustExec(t, b.conn, `INSERT INTO jobs (kind, state, attempts, lease_holder, run_at, created_at, finished_at)
+			mustExec(t, b.Conn, `INSERT INTO jobs (kind, state, attempts, lease_holder, run_at, created_at, finished_at)
 				SELECT 'old', 'done', 1, 'w', now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
 				FROM generate_series(1, $1::int)`, done)
 			t.Logf("inserted %d done jobs in %s", done, time.Since(start).Round(time.Millisecond))
 		}
-		mustExec(t, b.conn, "VACUUM ANALYZE jobs")
+		mustExec(t, b.Conn, "VACUUM ANALYZE jobs")
 		for i := 0; i < numJobs; i += 10000 {
-			mustExec(t, b.conn, "SELECT count(*) FROM jobs_enqueue_many(array_fill('k'::text, ARRAY[10000]))")
+			mustExec(t, b.Conn, "SELECT count(*) FROM jobs_enqueue_many(array_fill('k'::text, ARRAY[10000]))")
 		}
 
 		conns := make([]*pgx.Conn, numWorkers)
 		for i := range conns {
-			conns[i] = b.connect(t)
+			conns[i] = b.Connect(t)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 		defer cancel()
@@ -91,7 +91,7 @@ func TestMeasureClaimCompleteWithFinishedRows(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs WHERE state = 'done'"); n != int64(numJobs+done) {
+		if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE state = 'done'"); n != int64(numJobs+done) {
 			t.Fatalf("%d done jobs, want %d", n, numJobs+done)
 		}
 		rate := float64(numJobs) / elapsed.Seconds()
