@@ -16,6 +16,12 @@
 //  3. Otherwise a throwaway local cluster from internal/pglocal, with fsync
 //     off: tests crash processes, not machines, so they lose nothing by it.
 //
+// It is also the test-support layer the test packages share: [NewTestDB] (the
+// standard per-test bundle: a database and a session on it), the [Querier]
+// helpers [MustExec], [QueryOne] and [QueryList], [RequirePgError], [WaitFor]
+// and [NewLogWriter]. A package keeps a bundle of its own only for what is
+// particular to it.
+//
 // Every helper is safe to call from parallel tests.
 package pgtest
 
