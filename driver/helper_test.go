@@ -1,13 +1,10 @@
 package driver_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -18,62 +15,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skiplock/skiplock/driver"
+	"github.com/skiplock/skiplock/internal/subproc"
+	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
-// Worker processes for the crash tests are this test binary, re-executed with helperModeEnv
+// Helper processes (TestIdleMemory's idle client) are this test binary, re-executed with helperModeEnv
 // set; TestMain hands them to runHelper instead of running tests.
 const (
-	helperModeEnv  = "SKIPLOCK_DRIVER_TEST_HELPER" // "worker" or "idle"
+	helperModeEnv  = "SKIPLOCK_DRIVER_TEST_HELPER" // "idle"
 	helperURLEnv   = "SKIPLOCK_DRIVER_TEST_URL"
 	helperIDEnv    = "SKIPLOCK_DRIVER_TEST_ID"
 	helperSlotsEnv = "SKIPLOCK_DRIVER_TEST_SLOTS"
 	helperLeaseEnv = "SKIPLOCK_DRIVER_TEST_LEASE"
 )
-
-// effectSchema is what the "effect" handler writes: one effects row per successful
-// attempt, in the transaction that completes the job, and (when asked) one started row per
-// attempt begun, committed at once. effects has no unique key, so a duplicate would show.
-const effectSchema = `
-CREATE TABLE effects (job_id bigint NOT NULL, attempt integer NOT NULL, worker text NOT NULL,
-                      at timestamptz NOT NULL DEFAULT clock_timestamp());
-CREATE TABLE started (job_id bigint NOT NULL, attempt integer NOT NULL, worker text NOT NULL);`
-
-// effectArgs is the payload of an "effect" job.
-type effectArgs struct {
-	SleepMS     int  `json:"sleep_ms,omitempty"`
-	RecordStart bool `json:"record_start,omitempty"`
-}
-
-// addEffectHandler registers the "effect" kind: the job's work is an effects row committed
-// together with the job's completion (CompleteTx), so it happens exactly once per job.
-func addEffectHandler(hs *driver.Handlers, pool *pgxpool.Pool, worker string) {
-	driver.AddHandler(hs, "effect", func(ctx context.Context, job *driver.Job[effectArgs]) error {
-		if job.Payload.RecordStart {
-			if _, err := pool.Exec(ctx, "INSERT INTO started VALUES ($1, $2, $3)", job.ID, job.Attempt, worker); err != nil {
-				return err
-			}
-		}
-		if d := job.Payload.SleepMS; d > 0 {
-			select {
-			case <-time.After(time.Duration(d) * time.Millisecond):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(context.WithoutCancel(ctx))
-		if _, err := tx.Exec(ctx, "INSERT INTO effects (job_id, attempt, worker) VALUES ($1, $2, $3)", job.ID, job.Attempt, worker); err != nil {
-			return err
-		}
-		if err := driver.CompleteTx(ctx, tx, job); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
-	}, nil)
-}
 
 // runHelper is the main function of a helper process. It runs a client until SIGTERM.
 func runHelper(mode string) int {
@@ -106,8 +60,6 @@ func runHelper(mode string) int {
 
 	hs := driver.NewHandlers()
 	switch mode {
-	case "worker":
-		addEffectHandler(hs, pool, id)
 	case "idle":
 		driver.AddHandler(hs, "noop", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
 	default:
@@ -133,78 +85,44 @@ func runHelper(mode string) int {
 
 // helperProcess is a running helper.
 type helperProcess struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // set before exited is closed
+	*subproc.Process
 }
 
-// startHelper starts this binary as a helper process; the test's cleanup kills it if it is
-// still running.
+// startHelper starts this binary as a helper process, its stderr going to the test's log;
+// the test's cleanup kills it if it is still running.
 func startHelper(t *testing.T, mode, url, id string, slots int, lease time.Duration) *helperProcess {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(),
-		helperModeEnv+"="+mode, helperURLEnv+"="+url, helperIDEnv+"="+id,
-		helperSlotsEnv+"="+strconv.Itoa(slots), helperLeaseEnv+"="+lease.String())
-	out, err := cmd.StderrPipe()
+	p, err := subproc.Start(context.Background(), exe, &subproc.Options{
+		Env: []string{
+			helperModeEnv + "=" + mode, helperURLEnv + "=" + url, helperIDEnv + "=" + id,
+			helperSlotsEnv + "=" + strconv.Itoa(slots), helperLeaseEnv + "=" + lease.String(),
+		},
+		Stderr:       pgtest.NewLogWriter(t),
+		StderrPrefix: "[" + id + "] ",
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logw := &testLogWriter{t: t}
-	t.Cleanup(func() {
-		logw.mu.Lock()
-		logw.done = true
-		logw.mu.Unlock()
-	})
-	hp := &helperProcess{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			fmt.Fprintf(logw, "[%s] %s", id, sc.Text())
-		}
-		hp.err = cmd.Wait()
-		close(hp.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-hp.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-hp.exited
-		}
-	})
-	return hp
+	t.Cleanup(p.Kill)
+	return &helperProcess{p}
 }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (hp *helperProcess) stop(t *testing.T) {
 	t.Helper()
-	_ = hp.cmd.Process.Signal(syscall.SIGTERM)
+	_ = hp.Signal(syscall.SIGTERM)
 	select {
-	case <-hp.exited:
+	case <-hp.Done():
 	case <-time.After(30 * time.Second):
-		t.Fatalf("helper %d did not exit within 30s of SIGTERM", hp.cmd.Process.Pid)
+		t.Fatalf("helper %d did not exit within 30s of SIGTERM", hp.Pid())
 	}
-	if hp.err != nil {
-		t.Fatalf("helper %d: %v", hp.cmd.Process.Pid, hp.err)
+	if err := hp.Err(); err != nil {
+		t.Fatalf("helper %d: %v", hp.Pid(), err)
 	}
-}
-
-// kill9 kills the process with SIGKILL and waits for it.
-func (hp *helperProcess) kill9(t *testing.T) {
-	t.Helper()
-	if err := hp.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-hp.exited
 }
 
 // rssKB reads the process's resident set size from /proc.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,30 +51,9 @@ func newPool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// testLogger logs to t until the test's cleanups start; client goroutines may log later.
+// testLogger logs to t until the test ends; client goroutines may log later.
 func testLogger(t testing.TB) *slog.Logger {
-	w := &testLogWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type testLogWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testLogWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
+	return slog.New(slog.NewTextHandler(pgtest.NewLogWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // startClient runs a client until the test ends, and fails the test if Run returns an error.
@@ -103,13 +81,7 @@ func startClient(t testing.TB, pool *pgxpool.Pool, cfg *driver.Config) *driver.C
 // waitUntil polls cond every 10ms until it is true, failing the test after timeout.
 func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pgtest.WaitFor(t, timeout, what, cond)
 }
 
 // jobInfo is a job's row, read directly for assertions.
@@ -143,11 +115,7 @@ func jobStateIs(t testing.TB, db driver.Executor, id int64, state string) func()
 
 func queryInt(t testing.TB, db driver.Executor, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return pgtest.QueryOne[int](t, db, sql, args...)
 }
 
 func mustEnqueue(t testing.TB, db driver.Executor, kind string, payload any, opts *driver.EnqueueOpts) int64 {

@@ -14,7 +14,7 @@ func TestIdleMemory(t *testing.T) {
 		return queryInt(t, b.pool, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN jobs_ready'") == 1
 	})
 	time.Sleep(time.Second) // a few poll rounds
-	kb := rssKB(t, hp.cmd.Process.Pid)
+	kb := rssKB(t, hp.Pid())
 	hp.stop(t)
 	limit := 50 * 1024
 	if raceEnabled {

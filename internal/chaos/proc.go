@@ -1,41 +1,31 @@
 package chaos
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skiplock/skiplock/internal/subproc"
 )
 
 // proc is one worker process.
 type proc struct {
+	*subproc.Process
 	id      string
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
 	started time.Time
-	exited  chan struct{} // closed once the process has been waited for
-	err     error         // its exit error; set before exited is closed
-	ended   time.Time     // when it was found dead; set before exited is closed
-	stats   *poolStats    // reported by a worker that exited cleanly; set before exited is closed
+	ended   time.Time  // when it was found dead; set before Done closes
+	stats   *poolStats // reported by a worker that exited cleanly; set before Done closes
 
 	expected atomic.Bool // we killed or stopped it
 }
 
 // gone reports whether the process has exited.
-func (p *proc) gone() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
-}
+func (p *proc) gone() bool { return p.Exited() }
 
 // syncWriter serialises the worker processes' log lines.
 type syncWriter struct {
@@ -66,55 +56,32 @@ func (r *runner) startProc(slot int) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(o.Executable)
-	cmd.Env = append(os.Environ(), workerEnv+"="+string(cfg))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("chaos: failed to start worker %s (%s): %w", id, o.Executable, err)
-	}
-	p := &proc{id: id, cmd: cmd, stdin: stdin, started: time.Now(), exited: make(chan struct{})}
-	logw := r.workerLog
-	statsRead := make(chan struct{})
-	go func() {
-		defer close(statsRead)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if b, ok := strings.CutPrefix(sc.Text(), statsPrefix); ok {
+	p := &proc{id: id, started: time.Now()}
+	p.Process, err = subproc.Start(context.Background(), o.Executable, &subproc.Options{
+		Env: []string{workerEnv + "=" + string(cfg)},
+		// The worker stops when its stdin closes, also when this process dies.
+		Stdin: true,
+		StdoutLine: func(line string) {
+			if b, ok := strings.CutPrefix(line, statsPrefix); ok {
 				var st poolStats
 				if json.Unmarshal([]byte(b), &st) == nil {
 					p.stats = &st
 				}
 			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			fmt.Fprintf(logw, "[%s] %s\n", id, sc.Text())
-		}
-		_, _ = io.Copy(io.Discard, stderr) // a line too long for the scanner
-		<-statsRead
-		p.err = cmd.Wait()
-		p.ended = time.Now()
-		close(p.exited)
-		if !p.expected.Load() {
-			r.violation("worker %s exited by itself: %v", id, p.err)
-			o.Logf("chaos: worker %s exited by itself: %v", id, p.err)
-		}
-	}()
+		},
+		Stderr:       r.workerLog,
+		StderrPrefix: "[" + id + "] ",
+		OnExit: func(err error) {
+			p.ended = time.Now()
+			if !p.expected.Load() {
+				r.violation("worker %s exited by itself: %v", id, err)
+				o.Logf("chaos: worker %s exited by itself: %v", id, err)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: failed to start worker %s: %w", id, err)
+	}
 	r.procs[slot] = p
 	r.all = append(r.all, p)
 	return p, nil
@@ -123,8 +90,7 @@ func (r *runner) startProc(slot int) (*proc, error) {
 // kill9 kills the process with SIGKILL and waits for it.
 func (p *proc) kill9() {
 	p.expected.Store(true)
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	p.Kill()
 }
 
 // stop asks the process to shut down gracefully (its stdin closes) and waits up to limit
@@ -134,15 +100,8 @@ func (p *proc) stop(limit time.Duration) error {
 		return nil
 	}
 	p.expected.Store(true)
-	_ = p.stdin.Close()
-	select {
-	case <-p.exited:
-		return p.err
-	case <-time.After(limit):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("did not stop within %s of being asked", limit)
-	}
+	_ = p.CloseStdin()
+	return p.Wait(limit)
 }
 
 // stopAll stops every live worker gracefully, at once, recording those that do not stop

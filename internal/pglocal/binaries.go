@@ -77,7 +77,7 @@ func FindBinaries(ctx context.Context) (string, error) {
 
 // searchBinaries looks under libRoot (the Debian layout), then on PATH.
 func searchBinaries(ctx context.Context, libRoot string) (string, bool) {
-	for _, dir := range versionedBinDirs(libRoot) {
+	for _, dir := range versionedBinDirs(libRoot, "initdb") {
 		if checkBinDir(ctx, dir) == nil {
 			return dir, true
 		}
@@ -98,16 +98,51 @@ func searchBinaries(ctx context.Context, libRoot string) (string, bool) {
 	return dir, true
 }
 
-// versionedBinDirs lists libRoot/<major>/bin directories that contain initdb
+// ErrToolNotFound is returned by Tool when no directory it searches holds the program.
+var ErrToolNotFound = errors.New("PostgreSQL program not found: install PostgreSQL's client programs " +
+	"(`sudo apt-get install postgresql-client`) or set PGBIN")
+
+// Tool returns the path of one of PostgreSQL's programs (psql, pg_dump, pg_config...),
+// searched in the order FindBinaries uses: PGBIN when set (and then only there, because
+// whoever set it meant that directory), else the newest /usr/lib/postgresql/<major>/bin of
+// at least MinMajorVersion that holds it, else PATH. Unlike FindBinaries it installs
+// nothing; when the program is found nowhere the error wraps ErrToolNotFound.
+//
+// scripts/lib/pgbin.sh is the same search for the shell scripts (pg_tool); a test checks
+// that the two agree.
+func Tool(name string) (string, error) {
+	if strings.ContainsRune(name, filepath.Separator) {
+		return "", fmt.Errorf("invalid program name %q: must not contain a path separator", name)
+	}
+	if dir := os.Getenv("PGBIN"); dir != "" {
+		p := filepath.Join(dir, name)
+		if !isExecutable(p) {
+			return "", fmt.Errorf("failed to use PGBIN: %w: no executable %s", ErrToolNotFound, p)
+		}
+		return p, nil
+	}
+	if dirs := versionedBinDirs(debianLibRoot, name); len(dirs) > 0 {
+		return filepath.Join(dirs[0], name), nil
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: no %s in %s/<major>/bin or on PATH", ErrToolNotFound, name, debianLibRoot)
+}
+
+// versionedBinDirs lists libRoot/<major>/bin directories that hold the executable program
 // and whose major version is new enough, newest first.
-func versionedBinDirs(libRoot string) []string {
-	matches, _ := filepath.Glob(filepath.Join(libRoot, "*", "bin", "initdb"))
+func versionedBinDirs(libRoot, program string) []string {
+	matches, _ := filepath.Glob(filepath.Join(libRoot, "*", "bin", program))
 	type candidate struct {
 		dir   string
 		major int
 	}
 	var found []candidate
 	for _, m := range matches {
+		if !isExecutable(m) {
+			continue
+		}
 		binDir := filepath.Dir(m)
 		name := filepath.Base(filepath.Dir(binDir))
 		// "9.6" is major 9; "15" is major 15. Anything else is not ours.
@@ -123,6 +158,12 @@ func versionedBinDirs(libRoot string) []string {
 		dirs[i] = c.dir
 	}
 	return dirs
+}
+
+// isExecutable reports whether path is a file with an execute bit set.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)`)

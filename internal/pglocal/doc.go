@@ -10,7 +10,9 @@
 // [FindBinaries] looks at PGBIN, then /usr/lib/postgresql/<major>/bin, then
 // PATH. Running as root with apt-get available, it installs the Debian
 // packages when nothing is found; otherwise it returns [ErrBinariesNotFound],
-// whose message says what to install.
+// whose message says what to install. [Tool] finds a client program (psql,
+// pg_dump, pg_config) in the same order, and scripts/lib/pgbin.sh is the same
+// search for the shell scripts.
 //
 // # Running as root
 //

@@ -254,7 +254,7 @@ func TestVersionedBinDirs(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "200", "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	got := versionedBinDirs(root)
+	got := versionedBinDirs(root, "initdb")
 	want := []string{
 		filepath.Join(root, "100", "bin"),
 		filepath.Join(root, "15", "bin"),

@@ -177,7 +177,7 @@ func TestExtremeValues(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			tc.run(t, b.conn)
+			tc.run(t, b.Conn)
 		})
 	}
 }

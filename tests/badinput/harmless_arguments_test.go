@@ -76,7 +76,7 @@ func TestHarmlessArguments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conn := f.connect(t)
+			conn := f.Connect(t)
 			got, err := call(t.Context(), conn, tc.sql, tc.args...)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.sql, err)
@@ -90,7 +90,7 @@ func TestHarmlessArguments(t *testing.T) {
 
 	t.Run("BackoffExtremeAttempts", func(t *testing.T) {
 		t.Parallel()
-		conn := f.connect(t)
+		conn := f.Connect(t)
 		// Defaults: base 1 s, cap 1 h, jitter 25%.
 		for _, tc := range []struct {
 			attempt  int32

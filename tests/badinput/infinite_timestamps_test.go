@@ -47,7 +47,7 @@ func TestInfiniteTimestamps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			conn := b.conn
+			conn := b.Conn
 			id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'q')")
 			var args []any
 			if tc.held {

@@ -136,7 +136,7 @@ func TestInvalidArguments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conn := f.connect(t)
+			conn := f.Connect(t)
 			_, err := call(t.Context(), conn, tc.sql, tc.args...)
 			if tc.code != "" {
 				if err == nil {

@@ -21,7 +21,7 @@ func TestInvalidArgumentMessages(t *testing.T) {
 	f := newFixture(t)
 	t.Run("ChecksumSeesAChange", func(t *testing.T) {
 		// A checksum blind to changes would pass every case below.
-		tx, err := f.connect(t).Begin(t.Context())
+		tx, err := f.Connect(t).Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestInvalidArgumentMessages(t *testing.T) {
 			t.Parallel()
 			fn, rest, _ := strings.Cut(tc.message, ": ")
 			param, _, _ := strings.Cut(rest, " ")
-			conn := f.connect(t)
+			conn := f.Connect(t)
 			_, err := call(t.Context(), conn, tc.sql)
 			requireInvalid(t, err, fn, param)
 			if pgErr := asPgError(err); pgErr != nil && pgErr.Message != tc.message {

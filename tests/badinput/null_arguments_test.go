@@ -12,7 +12,7 @@ func TestValidBaselines(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	run := func(t *testing.T, sql string) {
-		tx, err := f.conn.Begin(t.Context())
+		tx, err := f.Conn.Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestValidBaselines(t *testing.T) {
 			}
 		}
 	}
-	f.unchanged(t, f.conn, "the rolled-back calls")
+	f.unchanged(t, f.Conn, "the rolled-back calls")
 }
 
 // TestNullArguments: each parameter in turn is NULL (or, for arrays, holds a NULL) while
@@ -62,7 +62,7 @@ func TestNullArguments(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conn := f.connect(t)
+			conn := f.Connect(t)
 			_, err := call(t.Context(), conn, tc.sql)
 			requireInvalid(t, err, tc.fn, tc.param)
 			f.unchanged(t, conn, tc.sql)

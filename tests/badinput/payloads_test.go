@@ -28,7 +28,7 @@ func TestPayloads(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conn := b.connect(t)
+			conn := b.Connect(t)
 			queue := "payload-" + tc.name
 			_, err := call(t.Context(), conn, "SELECT jobs_enqueue('k', $1::jsonb, $2)", tc.in, queue)
 			if tc.name == "StringWithEscapes" {
@@ -64,7 +64,7 @@ func TestPayloads(t *testing.T) {
 			t.Skip("-short: a 10 MB payload")
 		}
 		t.Parallel()
-		conn := b.connect(t)
+		conn := b.Connect(t)
 		// 10 MB of JSON: a long string with escapes and non-ASCII, and a big array.
 		var sb strings.Builder
 		for sb.Len() < 10<<20 {

@@ -108,8 +108,8 @@ func TestRandomCallsKeepInvariants(t *testing.T) {
 	}
 	b := setup(t)
 	// The models add years as the server does in UTC (checkExtended, opPrune).
-	mustCall(t, b.conn, "SET TimeZone = 'UTC'")
-	p := &propRun{t: t, conn: b.conn, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+	mustCall(t, b.Conn, "SET TimeZone = 'UTC'")
+	p := &propRun{t: t, conn: b.Conn, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
 	p.pre = p.snapshot()
 	deadline := time.Now().Add(budget)
 	counts := map[string]int{}

@@ -22,22 +22,13 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// testBundle is one test's database (skiplock installed, nothing else) and a session on it.
-type testBundle struct {
-	url  string
-	conn *pgx.Conn
-}
+// testBundle is one test's database (skiplock installed, nothing else) and a session on it:
+// pgtest's standard bundle.
+type testBundle = pgtest.TestDB
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
-	return &testBundle{url: url, conn: pgtest.NewConn(t, url)}
-}
-
-// connect opens another session on the test's database.
-func (b *testBundle) connect(t *testing.T) *pgx.Conn {
-	t.Helper()
-	return pgtest.NewConn(t, b.url)
+	return pgtest.NewTestDB(t)
 }
 
 // call runs sql and reads all its rows: a set-returning function may raise while its rows
@@ -71,11 +62,7 @@ func mustCall(t *testing.T, conn *pgx.Conn, sql string, args ...any) [][]any {
 // queryOne runs a query returning one row of one value and returns it.
 func queryOne[T any](t *testing.T, conn *pgx.Conn, sql string, args ...any) T {
 	t.Helper()
-	var v T
-	if err := conn.QueryRow(t.Context(), sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return v
+	return pgtest.QueryOne[T](t, conn, sql, args...)
 }
 
 // requireInvalid checks that err is the error _jobs_invalid raises for param of fn:
@@ -114,7 +101,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	b := setup(t)
-	c := b.conn
+	c := b.Conn
 	for _, sql := range []string{
 		"SELECT jobs_enqueue('k', queue => 'running', unique_key => 'held')",
 		"SELECT * FROM jobs_claim('w', 1, ARRAY['running'], '1 hour')",

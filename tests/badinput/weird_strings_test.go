@@ -50,7 +50,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			s := ws.s
 
 			t.Run("Kind", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue($1, queue => 'kind')", s)
 				ids := mustCall(t, conn, "SELECT * FROM jobs_enqueue_many(ARRAY[$1::text, 'plain', $1::text], queues => ARRAY['kind', 'kind', 'kind'])", s)
 				got := claimAll(t, conn, s, 10, []string{"kind"}, "1 hour")
@@ -66,7 +66,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			})
 
 			t.Run("Queue", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				mustCall(t, conn, "LISTEN jobs_ready")
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => $1)", s)
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -94,7 +94,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			})
 
 			t.Run("Worker", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'worker')")
 				j := claimAll(t, conn, s, 1, []string{"worker"}, "1 hour")
 				if len(j) != 1 {
@@ -127,7 +127,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			})
 
 			t.Run("UniqueKey", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'key', unique_key => $1)", s)
 				again := queryOne[int64](t, conn, "SELECT jobs_enqueue('other', queue => 'key', unique_key => $1)", s)
 				// A key one byte shorter or longer is another key.
@@ -149,7 +149,7 @@ func TestWeirdStringsRoundTrip(t *testing.T) {
 			})
 
 			t.Run("ErrorText", func(t *testing.T) {
-				conn := b.connect(t)
+				conn := b.Connect(t)
 				id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'error')")
 				claimOne(t, conn, "w", "error")
 				if st := queryOne[string](t, conn, "SELECT jobs_fail($1, 1, $2, now())::text", id, s); st != "queued" {

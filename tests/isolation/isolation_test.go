@@ -8,10 +8,6 @@
 package isolation
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/skiplock/skiplock/tests/internal/sqlsuite"
@@ -22,26 +18,9 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func TestIsolation(t *testing.T) {
 	t.Parallel()
-	tester := lookIsolationTester()
-	if tester == "" {
-		t.Skip("isolationtester: not found in pg_config --pkglibdir or /usr/lib/postgresql/*/lib; " +
-			"install the PostgreSQL server development files or set ISOLATIONTESTER")
+	tester, err := sqlsuite.IsolationTester(t.Context())
+	if err != nil {
+		t.Skip(err)
 	}
 	sqlsuite.Run(t, "specs", ".spec", "ISOLATIONTESTER="+tester)
-}
-
-// lookIsolationTester finds isolationtester: $ISOLATIONTESTER, then the package library
-// directory pg_config reports, then Debian's versioned directories, newest first. It
-// returns "" when there is none.
-func lookIsolationTester() string {
-	const rel = "pgxs/src/test/isolation/isolationtester"
-	if p := os.Getenv("ISOLATIONTESTER"); p != "" {
-		return p
-	}
-	if out, err := exec.Command("pg_config", "--pkglibdir").Output(); err == nil {
-		if p := filepath.Join(strings.TrimSpace(string(out)), rel); sqlsuite.IsExecutable(p) {
-			return p
-		}
-	}
-	return sqlsuite.LookVersioned("lib/" + rel)
 }

@@ -394,18 +394,12 @@ func idleLatency(t *testing.T, pool *pgxpool.Pool, run *drainRun, n int) time.Du
 
 func mustExec(t *testing.T, db *pgxpool.Pool, sql string, args ...any) {
 	t.Helper()
-	if _, err := db.Exec(t.Context(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	pgtest.MustExec(t, db, sql, args...)
 }
 
 func queryInt(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return pgtest.QueryOne[int](t, db, sql, args...)
 }
 
 // logRecorder is a slog.Handler that keeps every record for assertions and writes it to

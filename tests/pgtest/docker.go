@@ -1,16 +1,21 @@
 package pgtest
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/testcontainers/testcontainers-go"
-	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 // containerImage is the server image used when a Docker engine is present;
@@ -56,34 +61,93 @@ func dockerReachable() bool {
 	return true
 }
 
-// startContainer runs containerImage and returns its superuser URL and a
-// function that removes the container.
+// startContainer runs the dockerpg program (its own module, so that testcontainers-go
+// stays out of skiplock's module graph) with `go run`, and returns the superuser URL it
+// prints and a function that makes it remove the container. The program removes the
+// container when its stdin closes, so a test binary that dies without cleaning up leaves
+// nothing behind either.
 func startContainer(ctx context.Context) (string, func() error, error) {
-	ctr, err := testcontainers.Run(ctx, containerImage,
-		testcontainers.WithEnv(map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust"}),
-		testcontainers.WithExposedPorts("5432/tcp"),
-		testcontainers.WithCmd("postgres", "-c", "max_connections=300", "-c", "fsync=off"),
-		// The entrypoint starts a temporary server for its init scripts and
-		// stops it; only the second "ready" is the real one.
-		testcontainers.WithWaitStrategyAndDeadline(3*time.Minute,
-			wait.ForLog("database system is ready to accept connections").WithOccurrence(2),
-			wait.ForListeningPort("5432/tcp"),
-		),
-	)
+	dir, err := dockerpgDir()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command("go", "run", ".", "-image", containerImage)
+	cmd.Dir = dir
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, fmt.Errorf("failed to run dockerpg: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, fmt.Errorf("failed to run dockerpg: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("failed to run go run in %s: %w", dir, err)
+	}
+	exited := make(chan error, 1)
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		lines <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, stdout)
+		exited <- cmd.Wait()
+	}()
 	stop := func() error {
-		if ctr == nil {
+		_ = stdin.Close()
+		select {
+		case err := <-exited:
+			if err != nil {
+				return fmt.Errorf("dockerpg: %w\n%s", err, stderr.String())
+			}
 			return nil
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("dockerpg did not remove its container within a minute:\n%s", stderr.String())
 		}
-		return testcontainers.TerminateContainer(ctr)
 	}
-	if err != nil {
+	select {
+	case url := <-lines:
+		if url == "" {
+			_ = stop()
+			return "", nil, fmt.Errorf("dockerpg printed no URL:\n%s", stderr.String())
+		}
+		return url, stop, nil
+	case <-ctx.Done():
 		_ = stop()
-		return "", nil, fmt.Errorf("failed to start container: %w", err)
+		return "", nil, fmt.Errorf("failed to start container: %w\n%s", ctx.Err(), stderr.String())
 	}
-	endpoint, err := ctr.PortEndpoint(ctx, "5432/tcp", "")
-	if err != nil {
-		_ = stop()
-		return "", nil, fmt.Errorf("failed to find container's port: %w", err)
+}
+
+// dockerpgDir is the directory of the dockerpg module, next to this file. Tests run from
+// a source tree, so the path compiled into the test binary exists.
+func dockerpgDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("failed to find the source directory of tests/pgtest")
 	}
-	return "postgres://postgres@" + endpoint + "/postgres?sslmode=disable", stop, nil
+	dir := filepath.Join(filepath.Dir(file), "dockerpg")
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		return "", fmt.Errorf("failed to find the dockerpg module: %w", err)
+	}
+	return dir, nil
+}
+
+// lockedBuffer collects a child's stderr for error messages.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -10,9 +10,17 @@
 //  1. DATABASE_URL, if set: an existing server, reached as a user that can
 //     CREATE DATABASE. Databases made here are dropped again.
 //  2. Otherwise, if a Docker engine answers within two seconds, a postgres:15
-//     container started with testcontainers-go.
+//     container started with testcontainers-go by the dockerpg program
+//     (tests/pgtest/dockerpg, a module of its own so that its dependencies stay
+//     out of skiplock's go.mod), which pgtest runs with `go run`.
 //  3. Otherwise a throwaway local cluster from internal/pglocal, with fsync
 //     off: tests crash processes, not machines, so they lose nothing by it.
+//
+// It is also the test-support layer the test packages share: [NewTestDB] (the
+// standard per-test bundle: a database and a session on it), the [Querier]
+// helpers [MustExec], [QueryOne] and [QueryList], [RequirePgError], [WaitFor]
+// and [NewLogWriter]. A package keeps a bundle of its own only for what is
+// particular to it.
 //
 // Every helper is safe to call from parallel tests.
 package pgtest

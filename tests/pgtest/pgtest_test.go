@@ -14,15 +14,6 @@ import (
 
 func TestMain(m *testing.M) { Main(m) }
 
-func scalar[T any](t *testing.T, pool *pgxpool.Pool, sql string, args ...any) T {
-	t.Helper()
-	var v T
-	if err := pool.QueryRow(t.Context(), sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return v
-}
-
 const countSkiplockFunctions = `
 SELECT count(*)
 FROM pg_proc p
@@ -38,7 +29,7 @@ func TestNewDatabaseIsolation(t *testing.T) {
 		t.Run(fmt.Sprint("Test", i), func(t *testing.T) {
 			t.Parallel()
 			pool := NewPool(t, NewDatabase(t))
-			if n := scalar[int](t, pool, countSkiplockFunctions); n == 0 {
+			if n := QueryOne[int](t, pool, countSkiplockFunctions); n == 0 {
 				t.Fatal("skiplock is not installed in schema public")
 			}
 			if _, err := pool.Exec(t.Context(), "CREATE TABLE same_name (i int)"); err != nil {
@@ -47,7 +38,7 @@ func TestNewDatabaseIsolation(t *testing.T) {
 			if _, err := pool.Exec(t.Context(), "INSERT INTO same_name VALUES ($1)", i); err != nil {
 				t.Fatal(err)
 			}
-			if got := scalar[string](t, pool, "SELECT string_agg(i::text, ',') FROM same_name"); got != fmt.Sprint(i) {
+			if got := QueryOne[string](t, pool, "SELECT string_agg(i::text, ',') FROM same_name"); got != fmt.Sprint(i) {
 				t.Errorf("rows = %s, want %d", got, i)
 			}
 		})
@@ -60,10 +51,10 @@ func TestNewDatabaseDroppedAtCleanup(t *testing.T) {
 	var name string
 	t.Run("Make", func(t *testing.T) {
 		pool := NewPool(t, NewDatabase(t))
-		name = scalar[string](t, pool, "SELECT current_database()")
+		name = QueryOne[string](t, pool, "SELECT current_database()")
 		// An open pool must not stop the drop.
 	})
-	if exists := scalar[bool](t, admin, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", name); exists {
+	if exists := QueryOne[bool](t, admin, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", name); exists {
 		t.Errorf("database %s still exists after its test ended", name)
 	}
 }
@@ -71,10 +62,10 @@ func TestNewDatabaseDroppedAtCleanup(t *testing.T) {
 func TestNewEmptyDatabase(t *testing.T) {
 	t.Parallel()
 	pool := NewPool(t, NewEmptyDatabase(t))
-	if n := scalar[int](t, pool, countSkiplockFunctions); n != 0 {
+	if n := QueryOne[int](t, pool, countSkiplockFunctions); n != 0 {
 		t.Errorf("%d skiplock functions in an empty database", n)
 	}
-	if n := scalar[int](t, pool, "SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace"); n != 0 {
+	if n := QueryOne[int](t, pool, "SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace"); n != 0 {
 		t.Errorf("%d relations in schema public of an empty database", n)
 	}
 	conn := NewConn(t, NewEmptyDatabase(t))
@@ -106,7 +97,7 @@ func TestNewServer(t *testing.T) {
 	}
 	// The pool's old connections died with the server; it reconnects.
 	pool.Reset()
-	if n := scalar[int](t, pool, "SELECT count(*) FROM kept"); n != 1 {
+	if n := QueryOne[int](t, pool, "SELECT count(*) FROM kept"); n != 1 {
 		t.Errorf("%d rows after kill and restart, want 1", n)
 	}
 }
@@ -136,7 +127,7 @@ func TestDatabaseURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	left := scalar[string](t, pool, "SELECT coalesce(string_agg(datname, ', '), '') FROM pg_database WHERE datname LIKE 'skiplock%'")
+	left := QueryOne[string](t, pool, "SELECT coalesce(string_agg(datname, ', '), '') FROM pg_database WHERE datname LIKE 'skiplock%'")
 	if left != "" {
 		t.Errorf("databases left behind: %s", left)
 	}
@@ -164,5 +155,32 @@ func TestDockerReachableDoesNotHang(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
 	if dockerReachable() {
 		t.Error("a closed port counts as a Docker engine")
+	}
+}
+
+// TestDockerContainer starts a container through the dockerpg module, as the shared server
+// does when a Docker engine answers and DATABASE_URL is unset.
+func TestDockerContainer(t *testing.T) {
+	t.Parallel()
+	if !dockerReachable() {
+		t.Skip("no Docker engine answers at DOCKER_HOST or /var/run/docker.sock: " +
+			"the testcontainers path (tests/pgtest/dockerpg) is not exercised on this machine")
+	}
+	url, stop, err := startContainer(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	pool, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if v := QueryOne[string](t, pool, "SHOW server_version"); !strings.HasPrefix(v, "15") {
+		t.Errorf("server_version = %s, want the %s image's", v, containerImage)
 	}
 }

@@ -10,48 +10,34 @@ die() {
     exit 2
 }
 
-# find_binary VAR NAME CANDIDATE...: $VAR when set, else the first executable candidate.
-find_binary() {
-    local var=$1 name=$2 candidate
-    shift 2
-    if [[ -n ${!var:-} ]]; then
-        echo "${!var}"
+# pg_tool: PostgreSQL's programs are found in one order everywhere (PGBIN, the newest
+# /usr/lib/postgresql/<major>/bin, PATH); see scripts/lib/pgbin.sh.
+# shellcheck source=scripts/lib/pgbin.sh
+source "$repo_root/scripts/lib/pgbin.sh"
+
+# find_psql: $PSQL when set, else psql where pg_tool finds it.
+find_psql() {
+    if [[ -n ${PSQL:-} ]]; then
+        psql=$PSQL
         return
     fi
-    for candidate in "$@"; do
-        if [[ -n $candidate && -x $candidate ]]; then
-            echo "$candidate"
-            return
-        fi
-    done
-    die "$name not found: install it or set $var"
+    psql=$(pg_tool psql 2>/dev/null) || die "psql not found: install the PostgreSQL client or set PSQL (or PGBIN)"
 }
 
-# newest_first PATH...: the existing PATHs, highest version (in the path) first.
-newest_first() {
-    local path
-    for path in "$@"; do
-        [[ -e $path ]] && echo "$path"
-    done | sort -rV
-}
-
-# find_psql: psql from $PSQL, PATH or Debian's /usr/lib/postgresql/<major>/bin.
-find_psql() {
-    local candidates
-    mapfile -t candidates < <(command -v psql || true; newest_first /usr/lib/postgresql/*/bin/psql)
-    psql=$(find_binary PSQL psql "${candidates[@]}")
-}
-
-# find_isolationtester: from $ISOLATIONTESTER, under pg_config's package library directory,
-# or under Debian's /usr/lib/postgresql/<major>/lib. It comes with the server's development
-# files (Debian: postgresql-server-dev-NN).
+# find_isolationtester: $ISOLATIONTESTER when set, else under the package library directory
+# of the pg_config that pg_tool finds. It comes with the server's development files
+# (Debian: postgresql-server-dev-NN).
 find_isolationtester() {
-    local rel=pgxs/src/test/isolation/isolationtester candidates
-    mapfile -t candidates < <(
-        if command -v pg_config >/dev/null 2>&1; then echo "$(pg_config --pkglibdir)/$rel"; fi
-        newest_first /usr/lib/postgresql/*/lib/$rel
-    )
-    isolationtester=$(find_binary ISOLATIONTESTER isolationtester "${candidates[@]}")
+    local rel=pgxs/src/test/isolation/isolationtester pg_config
+    if [[ -n ${ISOLATIONTESTER:-} ]]; then
+        isolationtester=$ISOLATIONTESTER
+        return
+    fi
+    pg_config=$(pg_tool pg_config 2>/dev/null) ||
+        die "isolationtester not found: no pg_config; install the PostgreSQL server development files or set ISOLATIONTESTER"
+    isolationtester="$("$pg_config" --pkglibdir)/$rel"
+    [[ -x $isolationtester ]] ||
+        die "isolationtester not found at $isolationtester: install the PostgreSQL server development files (Debian: postgresql-server-dev-NN) or set ISOLATIONTESTER"
 }
 
 # with_dbname CONNINFO DBNAME: CONNINFO (a URL or keyword/value string) pointed at DBNAME.

@@ -7,8 +7,6 @@
 package regress
 
 import (
-	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/skiplock/skiplock/tests/internal/sqlsuite"
@@ -19,21 +17,9 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func TestRegress(t *testing.T) {
 	t.Parallel()
-	psql := lookPsql()
-	if psql == "" {
-		t.Skip("psql: not found on PATH or in /usr/lib/postgresql/*/bin; install the PostgreSQL client or set PSQL")
+	psql, err := sqlsuite.Psql()
+	if err != nil {
+		t.Skip(err)
 	}
 	sqlsuite.Run(t, "sql", ".sql", "PSQL="+psql)
-}
-
-// lookPsql finds psql: $PSQL, then PATH, then Debian's versioned directories, newest
-// first. It returns "" when there is none.
-func lookPsql() string {
-	if p := os.Getenv("PSQL"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("psql"); err == nil {
-		return p
-	}
-	return sqlsuite.LookVersioned("bin/psql")
 }

@@ -100,25 +100,16 @@ func randomHex(t *testing.T, n int) string {
 }
 
 // querier is a pool, a connection or a transaction.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type querier = pgtest.Querier
 
 func scalar[T any](t *testing.T, q querier, sql string, args ...any) T {
 	t.Helper()
-	var v T
-	if err := q.QueryRow(t.Context(), sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return v
+	return pgtest.QueryOne[T](t, q, sql, args...)
 }
 
 func exec(t *testing.T, q querier, sql string, args ...any) {
 	t.Helper()
-	if _, err := q.Exec(t.Context(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	pgtest.MustExec(t, q, sql, args...)
 }
 
 // sqlState runs sql (rows are read and dropped) and returns the SQLSTATE it failed with, or

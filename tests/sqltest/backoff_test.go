@@ -16,7 +16,7 @@ func TestBackoff(t *testing.T) {
 	checkBackoff := func(t *testing.T, b *testBundle, base, limit float64, jittered bool) {
 		t.Helper()
 		const samples = 200
-		rows, err := b.conn.Query(t.Context(),
+		rows, err := b.Conn.Query(t.Context(),
 			`SELECT n, extract(epoch FROM jobs_backoff(n))::float8
 			 FROM generate_series(1, 20) n, generate_series(1, $1::int) s`, samples)
 		if err != nil {
@@ -69,18 +69,18 @@ func TestBackoff(t *testing.T) {
 	t.Run("SettingsChangeTakesEffect", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		mustExec(t, b.conn, "UPDATE jobs_settings SET backoff_base = '10 seconds', backoff_cap = '2 minutes'")
+		mustExec(t, b.Conn, "UPDATE jobs_settings SET backoff_base = '10 seconds', backoff_cap = '2 minutes'")
 		checkBackoff(t, b, 10, 120, true)
-		mustExec(t, b.conn, "UPDATE jobs_settings SET backoff_base = '2 seconds', backoff_cap = '1 day', backoff_jitter = 0")
+		mustExec(t, b.Conn, "UPDATE jobs_settings SET backoff_base = '2 seconds', backoff_cap = '1 day', backoff_jitter = 0")
 		checkBackoff(t, b, 2, 86400, false)
 	})
 
 	t.Run("HugeAttemptStaysAtCap", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		mustExec(t, b.conn, "UPDATE jobs_settings SET backoff_jitter = 0")
+		mustExec(t, b.Conn, "UPDATE jobs_settings SET backoff_jitter = 0")
 		for _, n := range []int32{31, 64, 1000, math.MaxInt32} {
-			if got := queryOne[float64](t, b.conn, "SELECT extract(epoch FROM jobs_backoff($1))::float8", n); got != 3600 {
+			if got := queryOne[float64](t, b.Conn, "SELECT extract(epoch FROM jobs_backoff($1))::float8", n); got != 3600 {
 				t.Fatalf("jobs_backoff(%d) = %gs, want the cap 3600s", n, got)
 			}
 		}
@@ -89,14 +89,14 @@ func TestBackoff(t *testing.T) {
 	t.Run("FailSchedulesRetryAfterBackoff", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		mustExec(t, b.conn, "UPDATE jobs_settings SET backoff_base = '10 seconds', backoff_jitter = 0")
-		id := enqueue(t, b.conn, "max_attempts => 10")
+		mustExec(t, b.Conn, "UPDATE jobs_settings SET backoff_base = '10 seconds', backoff_jitter = 0")
+		id := enqueue(t, b.Conn, "max_attempts => 10")
 		for attempt := int32(1); attempt <= 3; attempt++ {
-			j := claimOne(t, b.conn, "w", "", "1 minute")
+			j := claimOne(t, b.Conn, "w", "", "1 minute")
 			if j.Attempt != attempt {
 				t.Fatalf("claim got attempt %d, want %d", j.Attempt, attempt)
 			}
-			tx, err := b.conn.Begin(t.Context())
+			tx, err := b.Conn.Begin(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestBackoff(t *testing.T) {
 				t.Fatalf("attempt %d: jobs_fail = %s with run_at = now() + %s, want queued at now() + %s", attempt, state, delay, want)
 			}
 			// Bring the retry forward so the next claim can take it.
-			mustExec(t, b.conn, "UPDATE jobs SET run_at = now() WHERE id = $1", id)
+			mustExec(t, b.Conn, "UPDATE jobs SET run_at = now() WHERE id = $1", id)
 		}
 	})
 
@@ -118,9 +118,9 @@ func TestBackoff(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		for i := range 20 {
-			id := enqueue(t, b.conn, fmt.Sprintf("queue => 'q%d'", i))
-			j := claimOne(t, b.conn, "w", fmt.Sprintf("q%d", i), "1 minute")
-			tx, err := b.conn.Begin(t.Context())
+			id := enqueue(t, b.Conn, fmt.Sprintf("queue => 'q%d'", i))
+			j := claimOne(t, b.Conn, "w", fmt.Sprintf("q%d", i), "1 minute")
+			tx, err := b.Conn.Begin(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,16 +138,16 @@ func TestBackoff(t *testing.T) {
 	t.Run("RetryAtOverridesBackoff", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		id := enqueue(t, b.conn, "")
-		j := claimOne(t, b.conn, "w", "", "1 minute")
+		id := enqueue(t, b.Conn, "")
+		j := claimOne(t, b.Conn, "w", "", "1 minute")
 		at := time.Date(2999, 6, 1, 12, 0, 0, 0, time.UTC)
-		if s := queryOne[string](t, b.conn, "SELECT jobs_fail($1, $2, 'later', retry_at => $3)::text", id, j.Attempt, at); s != "queued" {
+		if s := queryOne[string](t, b.Conn, "SELECT jobs_fail($1, $2, 'later', retry_at => $3)::text", id, j.Attempt, at); s != "queued" {
 			t.Fatalf("jobs_fail = %s, want queued", s)
 		}
-		if r := getJob(t, b.conn, id); !r.RunAt.Equal(at) || r.LeaseExpiresAt != nil {
+		if r := getJob(t, b.Conn, id); !r.RunAt.Equal(at) || r.LeaseExpiresAt != nil {
 			t.Fatalf("job after jobs_fail with retry_at: %+v, want run_at %s", r, at)
 		}
-		if jobs := claim(t, b.conn, "w", 1, nil, "1 minute"); len(jobs) != 0 {
+		if jobs := claim(t, b.Conn, "w", 1, nil, "1 minute"); len(jobs) != 0 {
 			t.Fatalf("claimed a job whose retry is in the future: %v", jobs)
 		}
 	})
@@ -156,10 +156,10 @@ func TestBackoff(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		const maxAttempts = 4
-		id := enqueue(t, b.conn, fmt.Sprintf("max_attempts => %d", maxAttempts))
+		id := enqueue(t, b.Conn, fmt.Sprintf("max_attempts => %d", maxAttempts))
 		for attempt := int32(1); attempt <= maxAttempts; attempt++ {
-			j := claimOne(t, b.conn, fmt.Sprintf("worker-%d", attempt), "", "1 minute")
-			state := queryOne[string](t, b.conn, "SELECT jobs_fail($1, $2, $3, retry_at => now())::text",
+			j := claimOne(t, b.Conn, fmt.Sprintf("worker-%d", attempt), "", "1 minute")
+			state := queryOne[string](t, b.Conn, "SELECT jobs_fail($1, $2, $3, retry_at => now())::text",
 				id, j.Attempt, fmt.Sprintf("boom %d", attempt))
 			want := "queued"
 			if attempt == maxAttempts {
@@ -169,7 +169,7 @@ func TestBackoff(t *testing.T) {
 				t.Fatalf("jobs_fail at attempt %d = %s, want %s", attempt, state, want)
 			}
 		}
-		r := getJob(t, b.conn, id)
+		r := getJob(t, b.Conn, id)
 		if r.State != "dead" || r.FinishedAt == nil || r.LeaseExpiresAt != nil || r.Attempts != maxAttempts ||
 			r.LastError == nil || *r.LastError != fmt.Sprintf("boom %d", maxAttempts) {
 			t.Fatalf("dead job: %+v", r)
@@ -184,7 +184,7 @@ func TestBackoff(t *testing.T) {
 				t.Fatalf("errors[%d] = %+v, want attempt %d by worker-%d", i, e, n, n)
 			}
 		}
-		if jobs := claim(t, b.conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
+		if jobs := claim(t, b.Conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
 			t.Fatalf("claimed a dead job: %v", jobs)
 		}
 	})

@@ -12,14 +12,14 @@ func TestCancel(t *testing.T) {
 	t.Run("QueuedBecomesCancelled", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		id := enqueue(t, b.conn, "")
-		if !queryOne[bool](t, b.conn, "SELECT jobs_cancel($1)", id) {
+		id := enqueue(t, b.Conn, "")
+		if !queryOne[bool](t, b.Conn, "SELECT jobs_cancel($1)", id) {
 			t.Fatal("jobs_cancel of a queued job returned false")
 		}
-		if r := getJob(t, b.conn, id); r.State != "cancelled" || r.FinishedAt == nil || r.Attempts != 0 {
+		if r := getJob(t, b.Conn, id); r.State != "cancelled" || r.FinishedAt == nil || r.Attempts != 0 {
 			t.Fatalf("job after cancel: %+v", r)
 		}
-		if jobs := claim(t, b.conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
+		if jobs := claim(t, b.Conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
 			t.Fatalf("claimed a cancelled job: %v", jobs)
 		}
 	})
@@ -27,20 +27,20 @@ func TestCancel(t *testing.T) {
 	t.Run("RunningBecomesCancelledAndHolderIsFencedOut", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		id := enqueue(t, b.conn, "")
-		j := claimOne(t, b.conn, "w", "", "1 minute")
-		if !queryOne[bool](t, b.conn, "SELECT jobs_cancel($1)", id) {
+		id := enqueue(t, b.Conn, "")
+		j := claimOne(t, b.Conn, "w", "", "1 minute")
+		if !queryOne[bool](t, b.Conn, "SELECT jobs_cancel($1)", id) {
 			t.Fatal("jobs_cancel of a running job returned false")
 		}
-		r := getJob(t, b.conn, id)
+		r := getJob(t, b.Conn, id)
 		if r.State != "cancelled" || r.FinishedAt == nil || r.LeaseExpiresAt != nil {
 			t.Fatalf("job after cancel: %+v", r)
 		}
 		requireFencedOut(t, callFenced(t, b, id, j.Attempt))
-		if r := getJob(t, b.conn, id); r.State != "cancelled" {
+		if r := getJob(t, b.Conn, id); r.State != "cancelled" {
 			t.Fatalf("holder's calls changed the cancelled job: %+v", r)
 		}
-		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 0 {
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 0 {
 			t.Fatalf("jobs_requeue_expired() = %d, want 0", n)
 		}
 	})
@@ -48,22 +48,22 @@ func TestCancel(t *testing.T) {
 	t.Run("FinishedOrUnknownReturnsFalse", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		done := enqueue(t, b.conn, "")
-		j := claimOne(t, b.conn, "w", "", "1 minute")
-		mustExec(t, b.conn, "SELECT jobs_complete($1, $2)", done, j.Attempt)
-		cancelled := enqueue(t, b.conn, "")
-		mustExec(t, b.conn, "SELECT jobs_cancel($1)", cancelled)
-		dead := enqueue(t, b.conn, "max_attempts => 1")
-		j = claimOne(t, b.conn, "w", "", "1 minute")
-		mustExec(t, b.conn, "SELECT jobs_fail($1, $2, 'boom')", dead, j.Attempt)
+		done := enqueue(t, b.Conn, "")
+		j := claimOne(t, b.Conn, "w", "", "1 minute")
+		mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", done, j.Attempt)
+		cancelled := enqueue(t, b.Conn, "")
+		mustExec(t, b.Conn, "SELECT jobs_cancel($1)", cancelled)
+		dead := enqueue(t, b.Conn, "max_attempts => 1")
+		j = claimOne(t, b.Conn, "w", "", "1 minute")
+		mustExec(t, b.Conn, "SELECT jobs_fail($1, $2, 'boom')", dead, j.Attempt)
 
-		before := jobstest.TableChecksum(t, b.conn)
+		before := jobstest.TableChecksum(t, b.Conn)
 		for _, id := range []int64{done, cancelled, dead, 999999} {
-			if queryOne[bool](t, b.conn, "SELECT jobs_cancel($1)", id) {
+			if queryOne[bool](t, b.Conn, "SELECT jobs_cancel($1)", id) {
 				t.Errorf("jobs_cancel(%d) returned true", id)
 			}
 		}
-		if jobstest.TableChecksum(t, b.conn) != before {
+		if jobstest.TableChecksum(t, b.Conn) != before {
 			t.Fatal("refused cancels changed the table")
 		}
 	})

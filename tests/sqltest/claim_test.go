@@ -31,7 +31,7 @@ func TestClaimConcurrentSessions(t *testing.T) {
 	b := setup(t)
 
 	// Half the jobs in queue a, half in b, enqueued with one call.
-	mustExec(t, b.conn, `SELECT count(*) FROM jobs_enqueue_many(
+	mustExec(t, b.Conn, `SELECT count(*) FROM jobs_enqueue_many(
 		kinds  => array_fill('work'::text, ARRAY[$1::int]),
 		queues => ARRAY(SELECT CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(1, $1::int) i))`, numJobs)
 
@@ -54,7 +54,7 @@ func TestClaimConcurrentSessions(t *testing.T) {
 
 	conns := make([]*pgx.Conn, numWorkers)
 	for i := range conns {
-		conns[i] = b.connect(t)
+		conns[i] = b.Connect(t)
 	}
 	start := make(chan struct{})
 	for i := range numWorkers {
@@ -121,7 +121,7 @@ func TestClaimConcurrentSessions(t *testing.T) {
 		t.FailNow()
 	}
 
-	ids := queryList[int64](t, b.conn, "SELECT id FROM jobs ORDER BY id")
+	ids := queryList[int64](t, b.Conn, "SELECT id FROM jobs ORDER BY id")
 	if len(ids) != numJobs {
 		t.Fatalf("jobs table has %d rows, want %d", len(ids), numJobs)
 	}
@@ -143,7 +143,7 @@ func TestClaimConcurrentSessions(t *testing.T) {
 	}
 
 	var notDone, badAttempts int64
-	if err := b.conn.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE state <> 'done' OR finished_at IS NULL),
+	if err := b.Conn.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE state <> 'done' OR finished_at IS NULL),
 	                                               count(*) FILTER (WHERE attempts <> 1)
 	                                        FROM jobs`).Scan(&notDone, &badAttempts); err != nil {
 		t.Fatal(err)
@@ -182,11 +182,11 @@ func enqueueShuffled(t *testing.T, b *testBundle, queues []string, n int) []orde
 	var jobs []orderJob
 	for _, s := range specs {
 		var j orderJob
-		j.id = queryOne[int64](t, b.conn,
+		j.id = queryOne[int64](t, b.Conn,
 			`SELECT jobs_enqueue('k', queue => $1, priority => $2,
 			                     run_at => timestamptz '2020-01-01 00:00:00Z' + make_interval(secs => $3))`,
 			s.queue, s.priority, s.ageSecs)
-		err := b.conn.QueryRow(t.Context(), "SELECT queue, priority, run_at FROM jobs WHERE id = $1", j.id).
+		err := b.Conn.QueryRow(t.Context(), "SELECT queue, priority, run_at FROM jobs WHERE id = $1", j.id).
 			Scan(&j.queue, &j.priority, &j.runAt)
 		if err != nil {
 			t.Fatal(err)
@@ -231,7 +231,7 @@ func TestClaimOrder(t *testing.T) {
 		t.Helper()
 		var ids []int64
 		for {
-			jobs := claim(t, b.conn, "w", maxJobs, queues, "1 minute")
+			jobs := claim(t, b.Conn, "w", maxJobs, queues, "1 minute")
 			if len(jobs) == 0 {
 				return ids
 			}
@@ -277,7 +277,7 @@ func TestClaimOrder(t *testing.T) {
 					t.Fatalf("claim order\n got %v\nwant %v", got, w)
 				}
 				// Jobs of queues that were not asked for are untouched.
-				left := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs WHERE state = 'queued'")
+				left := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE state = 'queued'")
 				if wantLeft := int64(len(jobs) - len(got)); left != wantLeft {
 					t.Fatalf("%d jobs still queued, want %d", left, wantLeft)
 				}
@@ -292,14 +292,14 @@ func TestClaimOrder(t *testing.T) {
 		// must take b's first, not the first max_jobs of one queue.
 		var urgent []int64
 		for range 10 {
-			enqueue(t, b.conn, "queue => 'a', priority => 5")
+			enqueue(t, b.Conn, "queue => 'a', priority => 5")
 		}
 		for range 3 {
-			urgent = append(urgent, enqueue(t, b.conn, "queue => 'b', priority => 1"))
+			urgent = append(urgent, enqueue(t, b.Conn, "queue => 'b', priority => 1"))
 		}
 		for _, queues := range [][]string{{"a", "b"}, nil} {
-			mustExec(t, b.conn, "UPDATE jobs SET state = 'queued', attempts = 0, lease_expires_at = NULL")
-			jobs := claim(t, b.conn, "w", 4, queues, "1 minute")
+			mustExec(t, b.Conn, "UPDATE jobs SET state = 'queued', attempts = 0, lease_expires_at = NULL")
+			jobs := claim(t, b.Conn, "w", 4, queues, "1 minute")
 			if len(jobs) != 4 {
 				t.Fatalf("queues %v: claimed %d jobs, want 4", queues, len(jobs))
 			}
@@ -315,8 +315,8 @@ func TestClaimOrder(t *testing.T) {
 	t.Run("ReturnsRunningJobWithNewAttemptAndLease", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		id := enqueue(t, b.conn, "payload => '{\"x\": 1}', queue => 'q', priority => 3, max_attempts => 7")
-		tx, err := b.conn.Begin(t.Context())
+		id := enqueue(t, b.Conn, "payload => '{\"x\": 1}', queue => 'q', priority => 3, max_attempts => 7")
+		tx, err := b.Conn.Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,14 +344,14 @@ func TestClaimFutureJobs(t *testing.T) {
 		b := setup(t)
 		// A job not yet due, however urgent, is skipped, and does not hold back a ready job
 		// enqueued after it.
-		enqueue(t, b.conn, "queue => 'a', priority => -10, run_at => now() + interval '1 hour'")
-		ready := enqueue(t, b.conn, "queue => 'a'")
+		enqueue(t, b.Conn, "queue => 'a', priority => -10, run_at => now() + interval '1 hour'")
+		ready := enqueue(t, b.Conn, "queue => 'a'")
 		for _, queues := range [][]string{{"a"}, {"a", "b"}, nil} {
-			jobs := claim(t, b.conn, "w", 10, queues, "1 minute")
+			jobs := claim(t, b.Conn, "w", 10, queues, "1 minute")
 			if len(jobs) != 1 || jobs[0].ID != ready {
 				t.Fatalf("queues %v: claimed %v, want only the ready job %d", queues, jobs, ready)
 			}
-			mustExec(t, b.conn, "UPDATE jobs SET state = 'queued', attempts = 0, lease_expires_at = NULL WHERE id = $1", ready)
+			mustExec(t, b.Conn, "UPDATE jobs SET state = 'queued', attempts = 0, lease_expires_at = NULL WHERE id = $1", ready)
 		}
 	})
 
@@ -360,12 +360,12 @@ func TestClaimFutureJobs(t *testing.T) {
 		b := setup(t)
 		// Due in a second by the server's clock. Poll, each claim in a transaction whose now()
 		// is the claim's clock: no claim before run_at may return it, and none after may miss it.
-		id := queryOne[int64](t, b.conn,
+		id := queryOne[int64](t, b.Conn,
 			"SELECT jobs_enqueue('k', queue => 'a', run_at => clock_timestamp() + interval '1 second')")
-		runAt := getJob(t, b.conn, id).RunAt
+		runAt := getJob(t, b.Conn, id).RunAt
 		emptyPolls := 0
 		pgtest.WaitFor(t, 10*time.Second, "the future job to become claimable", func() bool {
-			tx, err := b.conn.Begin(t.Context())
+			tx, err := b.Conn.Begin(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -392,12 +392,12 @@ func TestClaimFutureJobs(t *testing.T) {
 	t.Run("DueAfterRunAtMovedBack", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		id := enqueue(t, b.conn, "run_at => now() + interval '1 hour'")
-		if jobs := claim(t, b.conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
+		id := enqueue(t, b.Conn, "run_at => now() + interval '1 hour'")
+		if jobs := claim(t, b.Conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
 			t.Fatalf("claimed %v before run_at", jobs)
 		}
-		mustExec(t, b.conn, "UPDATE jobs SET run_at = now() - interval '1 second' WHERE id = $1", id)
-		if j := claimOne(t, b.conn, "w", "", "1 minute"); j.ID != id {
+		mustExec(t, b.Conn, "UPDATE jobs SET run_at = now() - interval '1 second' WHERE id = $1", id)
+		if j := claimOne(t, b.Conn, "w", "", "1 minute"); j.ID != id {
 			t.Fatalf("claimed %d, want %d", j.ID, id)
 		}
 	})
@@ -405,9 +405,9 @@ func TestClaimFutureJobs(t *testing.T) {
 	t.Run("EmptyQueueReturnsNoRows", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		enqueue(t, b.conn, "queue => 'other'")
+		enqueue(t, b.Conn, "queue => 'other'")
 		for _, queues := range [][]string{{"a"}, {"a", "b"}} {
-			if jobs := claim(t, b.conn, "w", 10, queues, "1 minute"); len(jobs) != 0 {
+			if jobs := claim(t, b.Conn, "w", 10, queues, "1 minute"); len(jobs) != 0 {
 				t.Fatalf("queues %v: claimed %v", queues, jobs)
 			}
 		}

@@ -16,10 +16,10 @@ func TestHeartbeat(t *testing.T) {
 	t.Run("ExtendsLease", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		id := enqueue(t, b.conn, "")
-		j := claimOne(t, b.conn, "w", "", "300 milliseconds")
+		id := enqueue(t, b.Conn, "")
+		j := claimOne(t, b.Conn, "w", "", "300 milliseconds")
 
-		tx, err := b.conn.Begin(t.Context())
+		tx, err := b.Conn.Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,19 +30,19 @@ func TestHeartbeat(t *testing.T) {
 		if err := tx.Commit(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		r := getJob(t, b.conn, id)
+		r := getJob(t, b.Conn, id)
 		if r.LeaseExpiresAt == nil || !r.LeaseExpiresAt.Equal(now.Add(time.Hour)) {
 			t.Fatalf("lease_expires_at = %v, want now() + 1 hour = %s", r.LeaseExpiresAt, now.Add(time.Hour))
 		}
 
 		// Past the original lease, the job is still the holder's.
 		pgtest.WaitFor(t, 10*time.Second, "the original lease to pass", func() bool {
-			return queryOne[bool](t, b.conn, "SELECT clock_timestamp() > $1", j.LeaseExpiresAt)
+			return queryOne[bool](t, b.Conn, "SELECT clock_timestamp() > $1", j.LeaseExpiresAt)
 		})
-		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 0 {
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 0 {
 			t.Fatalf("jobs_requeue_expired() = %d after the heartbeat, want 0", n)
 		}
-		if !queryOne[bool](t, b.conn, "SELECT jobs_complete($1, $2)", id, j.Attempt) {
+		if !queryOne[bool](t, b.Conn, "SELECT jobs_complete($1, $2)", id, j.Attempt) {
 			t.Fatal("jobs_complete after heartbeat returned false")
 		}
 	})
@@ -51,19 +51,19 @@ func TestHeartbeat(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		for range 4 {
-			enqueue(t, b.conn, "")
+			enqueue(t, b.Conn, "")
 		}
-		jobs := claim(t, b.conn, "w", 4, nil, "1 minute")
+		jobs := claim(t, b.Conn, "w", 4, nil, "1 minute")
 		if len(jobs) != 4 {
 			t.Fatalf("claimed %d jobs, want 4", len(jobs))
 		}
 		held, cancelled, wrongAttempt, completed := jobs[0], jobs[1], jobs[2], jobs[3]
-		mustExec(t, b.conn, "SELECT jobs_cancel($1)", cancelled.ID)
-		mustExec(t, b.conn, "SELECT jobs_complete($1, $2)", completed.ID, completed.Attempt)
+		mustExec(t, b.Conn, "SELECT jobs_cancel($1)", cancelled.ID)
+		mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", completed.ID, completed.Attempt)
 
 		ids := []int64{held.ID, cancelled.ID, wrongAttempt.ID, completed.ID, 999999, held.ID}
 		attempts := []int32{held.Attempt, cancelled.Attempt, wrongAttempt.Attempt + 1, completed.Attempt, 1, held.Attempt}
-		tx, err := b.conn.Begin(t.Context())
+		tx, err := b.Conn.Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,10 +78,10 @@ func TestHeartbeat(t *testing.T) {
 		if !slices.Equal(got, []int64{held.ID}) {
 			t.Fatalf("jobs_heartbeat_many returned %v, want only the held job [%d]", got, held.ID)
 		}
-		if r := getJob(t, b.conn, held.ID); !r.LeaseExpiresAt.Equal(now.Add(2 * time.Hour)) {
+		if r := getJob(t, b.Conn, held.ID); !r.LeaseExpiresAt.Equal(now.Add(2 * time.Hour)) {
 			t.Fatalf("held job's lease_expires_at = %v, want %s", r.LeaseExpiresAt, now.Add(2*time.Hour))
 		}
-		if r := getJob(t, b.conn, wrongAttempt.ID); !r.LeaseExpiresAt.Equal(wrongAttempt.LeaseExpiresAt) {
+		if r := getJob(t, b.Conn, wrongAttempt.ID); !r.LeaseExpiresAt.Equal(wrongAttempt.LeaseExpiresAt) {
 			t.Fatalf("a job not held at the quoted attempt had its lease changed to %v", r.LeaseExpiresAt)
 		}
 	})
@@ -95,9 +95,9 @@ func TestHeartbeatManySkipsLockedRows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for range 3 {
-		enqueue(t, b.conn, "")
+		enqueue(t, b.Conn, "")
 	}
-	jobs := claim(t, b.conn, "w", 3, nil, "1 minute")
+	jobs := claim(t, b.Conn, "w", 3, nil, "1 minute")
 	if len(jobs) != 3 {
 		t.Fatalf("claimed %d jobs, want 3", len(jobs))
 	}
@@ -106,14 +106,14 @@ func TestHeartbeatManySkipsLockedRows(t *testing.T) {
 	locked := jobs[1]
 
 	// Without the skip, the calls below would wait for the locker until statement_timeout.
-	mustExec(t, b.conn, "SET statement_timeout = '5s'")
+	mustExec(t, b.Conn, "SET statement_timeout = '5s'")
 	type result struct {
 		ID       int64
 		Extended bool
 	}
 	beat := func() []result {
 		t.Helper()
-		rows, err := b.conn.Query(t.Context(), "SELECT id, extended FROM jobs_heartbeat_many($1, $2, '2 hours') ORDER BY id", ids, attempts)
+		rows, err := b.Conn.Query(t.Context(), "SELECT id, extended FROM jobs_heartbeat_many($1, $2, '2 hours') ORDER BY id", ids, attempts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestHeartbeatManySkipsLockedRows(t *testing.T) {
 		}
 		return got
 	}
-	locker := b.connect(t)
+	locker := b.Connect(t)
 	lock := func() pgx.Tx {
 		t.Helper()
 		tx, err := locker.Begin(t.Context())
@@ -140,10 +140,10 @@ func TestHeartbeatManySkipsLockedRows(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("jobs_heartbeat_many with job %d locked elsewhere = %v, want %v", locked.ID, got, want)
 	}
-	if r := getJob(t, b.conn, locked.ID); !r.LeaseExpiresAt.Equal(locked.LeaseExpiresAt) {
+	if r := getJob(t, b.Conn, locked.ID); !r.LeaseExpiresAt.Equal(locked.LeaseExpiresAt) {
 		t.Fatalf("the locked job's lease changed from %v to %v", locked.LeaseExpiresAt, r.LeaseExpiresAt)
 	}
-	if r := getJob(t, b.conn, jobs[0].ID); !r.LeaseExpiresAt.After(jobs[0].LeaseExpiresAt.Add(time.Hour)) {
+	if r := getJob(t, b.Conn, jobs[0].ID); !r.LeaseExpiresAt.After(jobs[0].LeaseExpiresAt.Add(time.Hour)) {
 		t.Fatalf("an unlocked job's lease is %v, want it extended by about 2 hours", r.LeaseExpiresAt)
 	}
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
@@ -16,62 +15,33 @@ import (
 // installed), so tests run in parallel without sharing jobs, settings or NOTIFY channels.
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// testBundle is what setup gives each test: a database of its own with skiplock installed,
-// and a connection (session) to it.
-type testBundle struct {
-	url  string
-	conn *pgx.Conn
-}
+// testBundle is what setup gives each test: pgtest's standard bundle, a database of its
+// own with skiplock installed (URL) and a session on it (Conn; Connect opens more).
+type testBundle = pgtest.TestDB
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	b := &testBundle{url: pgtest.NewDatabase(t)}
-	b.conn = b.connect(t)
-	return b
-}
-
-// connect opens another connection (a separate session) to the test's database.
-func (b *testBundle) connect(t *testing.T) *pgx.Conn {
-	t.Helper()
-	return pgtest.NewConn(t, b.url)
+	return pgtest.NewTestDB(t)
 }
 
 // querier is a *pgx.Conn or a pgx.Tx.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type querier = pgtest.Querier
 
 func mustExec(t *testing.T, q querier, sql string, args ...any) {
 	t.Helper()
-	if _, err := q.Exec(t.Context(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	pgtest.MustExec(t, q, sql, args...)
 }
 
 // queryOne runs a query returning one row of one value and returns it.
 func queryOne[T any](t *testing.T, q querier, sql string, args ...any) T {
 	t.Helper()
-	var v T
-	if err := q.QueryRow(t.Context(), sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return v
+	return pgtest.QueryOne[T](t, q, sql, args...)
 }
 
 // queryList runs a query returning rows of one value and returns them in order.
 func queryList[T any](t *testing.T, q querier, sql string, args ...any) []T {
 	t.Helper()
-	rows, err := q.Query(t.Context(), sql, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowTo[T])
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return list
+	return pgtest.QueryList[T](t, q, sql, args...)
 }
 
 // enqueue adds a job with jobs_enqueue; extra is appended to the argument list as named

@@ -16,18 +16,18 @@ type listener struct {
 
 func listen(t *testing.T, b *testBundle) *listener {
 	t.Helper()
-	l := &listener{conn: b.connect(t)}
+	l := &listener{conn: b.Connect(t)}
 	mustExec(t, l.conn, "LISTEN jobs_ready")
 	return l
 }
 
 // drain returns the payloads delivered since the last drain. To know that nothing more is
 // on its way without waiting for a timeout, it commits an enqueue into queue "sentinel"
-// from b.conn and reads up to that notification: PostgreSQL delivers notifications in
+// from b.Conn and reads up to that notification: PostgreSQL delivers notifications in
 // commit order, so anything committed earlier arrives before it.
 func (l *listener) drain(t *testing.T, b *testBundle) []string {
 	t.Helper()
-	enqueue(t, b.conn, "queue => 'sentinel'")
+	enqueue(t, b.Conn, "queue => 'sentinel'")
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	var payloads []string
@@ -63,11 +63,11 @@ func TestNotify(t *testing.T) {
 		b := setup(t)
 		l := listen(t, b)
 
-		enqueue(t, b.connect(t), "queue => 'q'")
+		enqueue(t, b.Connect(t), "queue => 'q'")
 		requirePayloads(t, l.drain(t, b), "q")
 
 		// Inside an open transaction nothing is sent yet.
-		tx, err := b.connect(t).Begin(t.Context())
+		tx, err := b.Connect(t).Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestNotify(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		l := listen(t, b)
-		tx, err := b.connect(t).Begin(t.Context())
+		tx, err := b.Connect(t).Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestNotify(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		l := listen(t, b)
-		tx, err := b.connect(t).Begin(t.Context())
+		tx, err := b.Connect(t).Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestNotify(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		l := listen(t, b)
-		held := enqueue(t, b.conn, "queue => 'q', unique_key => 'x'")
+		held := enqueue(t, b.Conn, "queue => 'q', unique_key => 'x'")
 		requirePayloads(t, l.drain(t, b), "q")
 		for _, tc := range []struct {
 			name, sql string
@@ -132,7 +132,7 @@ func TestNotify(t *testing.T) {
 			{"OneNewInAnotherQueue", "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['q', 'r'], unique_keys => ARRAY['x', 'x'])", []string{"r"}},
 			{"NewTwiceSameKey", "SELECT * FROM jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['s', 's'], unique_keys => ARRAY['y', 'y'])", []string{"s"}},
 		} {
-			ids := queryList[int64](t, b.conn, tc.sql)
+			ids := queryList[int64](t, b.Conn, tc.sql)
 			if tc.name == "AllDeduplicated" && !slices.Equal(ids, []int64{held, held}) {
 				t.Errorf("%s: jobs_enqueue_many = %v, want the held job %d twice", tc.name, ids, held)
 			}
@@ -144,10 +144,10 @@ func TestNotify(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		l := listen(t, b)
-		enqueue(t, b.conn, "queue => 'q', run_at => now() + interval '1 hour'")
+		enqueue(t, b.Conn, "queue => 'q', run_at => now() + interval '1 hour'")
 		requirePayloads(t, l.drain(t, b))
 		// In a batch, only the queue with a job ready now is woken.
-		mustExec(t, b.conn, `SELECT jobs_enqueue_many(ARRAY['k', 'k', 'k'],
+		mustExec(t, b.Conn, `SELECT jobs_enqueue_many(ARRAY['k', 'k', 'k'],
 			queues  => ARRAY['later', 'now', 'later'],
 			run_ats => ARRAY[now() + interval '1 hour', now(), now() + interval '1 minute'])`)
 		requirePayloads(t, l.drain(t, b), "now")
@@ -157,34 +157,34 @@ func TestNotify(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		l := listen(t, b)
-		id := enqueue(t, b.conn, "queue => 'q', max_attempts => 1")
+		id := enqueue(t, b.Conn, "queue => 'q', max_attempts => 1")
 		requirePayloads(t, l.drain(t, b), "q")
 
 		// Failure with a retry due at once wakes the queue; one in the future does not.
-		mustExec(t, b.conn, "UPDATE jobs SET max_attempts = 10 WHERE id = $1", id)
-		j := claimOne(t, b.conn, "w", "q", "1 minute")
-		mustExec(t, b.conn, "SELECT jobs_fail($1, $2, 'boom', retry_at => now())", id, j.Attempt)
+		mustExec(t, b.Conn, "UPDATE jobs SET max_attempts = 10 WHERE id = $1", id)
+		j := claimOne(t, b.Conn, "w", "q", "1 minute")
+		mustExec(t, b.Conn, "SELECT jobs_fail($1, $2, 'boom', retry_at => now())", id, j.Attempt)
 		requirePayloads(t, l.drain(t, b), "q")
-		j = claimOne(t, b.conn, "w", "q", "1 minute")
-		mustExec(t, b.conn, "SELECT jobs_fail($1, $2, 'boom')", id, j.Attempt)
+		j = claimOne(t, b.Conn, "w", "q", "1 minute")
+		mustExec(t, b.Conn, "SELECT jobs_fail($1, $2, 'boom')", id, j.Attempt)
 		requirePayloads(t, l.drain(t, b))
 
 		// The same for snooze.
-		mustExec(t, b.conn, "UPDATE jobs SET run_at = now() WHERE id = $1", id)
-		j = claimOne(t, b.conn, "w", "q", "1 minute")
-		mustExec(t, b.conn, "SELECT jobs_snooze($1, $2, now())", id, j.Attempt)
+		mustExec(t, b.Conn, "UPDATE jobs SET run_at = now() WHERE id = $1", id)
+		j = claimOne(t, b.Conn, "w", "q", "1 minute")
+		mustExec(t, b.Conn, "SELECT jobs_snooze($1, $2, now())", id, j.Attempt)
 		requirePayloads(t, l.drain(t, b), "q")
-		j = claimOne(t, b.conn, "w", "q", "1 minute")
-		mustExec(t, b.conn, "SELECT jobs_snooze($1, $2, now() + interval '1 hour')", id, j.Attempt)
+		j = claimOne(t, b.Conn, "w", "q", "1 minute")
+		mustExec(t, b.Conn, "SELECT jobs_snooze($1, $2, now() + interval '1 hour')", id, j.Attempt)
 		requirePayloads(t, l.drain(t, b))
 
 		// A retried job, and a job taken back from an expired lease.
-		mustExec(t, b.conn, "SELECT jobs_cancel($1)", id)
-		mustExec(t, b.conn, "SELECT jobs_retry($1)", id)
+		mustExec(t, b.Conn, "SELECT jobs_cancel($1)", id)
+		mustExec(t, b.Conn, "SELECT jobs_retry($1)", id)
 		requirePayloads(t, l.drain(t, b), "q")
-		claimOne(t, b.conn, "w", "q", "50 milliseconds")
-		waitLeasesExpired(t, b.conn)
-		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 1 {
+		claimOne(t, b.Conn, "w", "q", "50 milliseconds")
+		waitLeasesExpired(t, b.Conn)
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 1 {
 			t.Fatalf("jobs_requeue_expired() = %d, want 1", n)
 		}
 		requirePayloads(t, l.drain(t, b), "q")

@@ -19,12 +19,12 @@ func TestFencedCallsProbeOneRow(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 
-	mustExec(t, b.conn, `INSERT INTO jobs (kind, state, attempts, lease_holder, finished_at)
+	mustExec(t, b.Conn, `INSERT INTO jobs (kind, state, attempts, lease_holder, finished_at)
 		SELECT 'old', 'done', 1, 'w', now() FROM generate_series(1, 20000)`)
-	mustExec(t, b.conn, "ANALYZE jobs")
-	mustExec(t, b.conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[400]))")
+	mustExec(t, b.Conn, "ANALYZE jobs")
+	mustExec(t, b.Conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[400]))")
 
-	cfg, err := pgx.ParseConfig(b.url)
+	cfg, err := pgx.ParseConfig(b.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

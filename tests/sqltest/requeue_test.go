@@ -18,34 +18,34 @@ func TestRequeueExpired(t *testing.T) {
 	t.Run("ReturnsCountOfExpiredOnly", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		mustExec(t, b.conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[7]))")
-		short := claim(t, b.conn, "short", 5, nil, "100 milliseconds")
-		long := claim(t, b.conn, "long", 2, nil, "1 hour")
+		mustExec(t, b.Conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[7]))")
+		short := claim(t, b.Conn, "short", 5, nil, "100 milliseconds")
+		long := claim(t, b.Conn, "long", 2, nil, "1 hour")
 		if len(short) != 5 || len(long) != 2 {
 			t.Fatalf("claimed %d + %d jobs, want 5 + 2", len(short), len(long))
 		}
 		pgtest.WaitFor(t, 10*time.Second, "short leases to expire", func() bool {
-			return queryOne[bool](t, b.conn, "SELECT clock_timestamp() > $1", short[0].LeaseExpiresAt)
+			return queryOne[bool](t, b.Conn, "SELECT clock_timestamp() > $1", short[0].LeaseExpiresAt)
 		})
-		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 5 {
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 5 {
 			t.Fatalf("jobs_requeue_expired() = %d, want 5", n)
 		}
-		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 0 {
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 0 {
 			t.Fatalf("second jobs_requeue_expired() = %d, want 0", n)
 		}
 		for _, j := range short {
-			r := getJob(t, b.conn, j.ID)
+			r := getJob(t, b.Conn, j.ID)
 			if r.State != "queued" || r.Attempts != 1 || r.LeaseExpiresAt != nil || len(r.Errors) != 1 {
 				t.Fatalf("requeued job %d: %+v", j.ID, r)
 			}
 		}
 		for _, j := range long {
-			if r := getJob(t, b.conn, j.ID); r.State != "running" || *r.LeaseHolder != "long" {
+			if r := getJob(t, b.Conn, j.ID); r.State != "running" || *r.LeaseHolder != "long" {
 				t.Fatalf("job %d with a live lease was touched: %+v", j.ID, r)
 			}
 		}
 		// Requeued jobs are ready at once, and the next claim is a new attempt.
-		again := claim(t, b.conn, "w", 10, nil, "1 minute")
+		again := claim(t, b.Conn, "w", 10, nil, "1 minute")
 		if len(again) != 5 {
 			t.Fatalf("claimed %d requeued jobs, want 5", len(again))
 		}
@@ -59,20 +59,20 @@ func TestRequeueExpired(t *testing.T) {
 	t.Run("DeadWhenAttemptsExhausted", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		last := enqueue(t, b.conn, "max_attempts => 1")
-		claimOne(t, b.conn, "worker-x", "", "50 milliseconds")
-		spare := enqueue(t, b.conn, "max_attempts => 2")
-		claimOne(t, b.conn, "worker-y", "", "50 milliseconds")
-		waitLeasesExpired(t, b.conn)
-		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 2 {
+		last := enqueue(t, b.Conn, "max_attempts => 1")
+		claimOne(t, b.Conn, "worker-x", "", "50 milliseconds")
+		spare := enqueue(t, b.Conn, "max_attempts => 2")
+		claimOne(t, b.Conn, "worker-y", "", "50 milliseconds")
+		waitLeasesExpired(t, b.Conn)
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 2 {
 			t.Fatalf("jobs_requeue_expired() = %d, want 2", n)
 		}
-		r := getJob(t, b.conn, last)
+		r := getJob(t, b.Conn, last)
 		if r.State != "dead" || r.FinishedAt == nil || r.LeaseExpiresAt != nil || r.LastError == nil ||
 			!containsAll(*r.LastError, "lease expired", "worker-x") || len(r.Errors) != 1 {
 			t.Fatalf("job out of attempts after expiry: %+v, want dead with the expiry recorded", r)
 		}
-		if r := getJob(t, b.conn, spare); r.State != "queued" || r.FinishedAt != nil {
+		if r := getJob(t, b.Conn, spare); r.State != "queued" || r.FinishedAt != nil {
 			t.Fatalf("job with attempts left after expiry: %+v, want queued", r)
 		}
 	})
@@ -81,15 +81,15 @@ func TestRequeueExpired(t *testing.T) {
 		t.Parallel()
 		const numJobs, numCallers = 300, 8
 		b := setup(t)
-		mustExec(t, b.conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[$1::int]))", numJobs)
-		if got := len(claim(t, b.conn, "w", numJobs, nil, "100 milliseconds")); got != numJobs {
+		mustExec(t, b.Conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[$1::int]))", numJobs)
+		if got := len(claim(t, b.Conn, "w", numJobs, nil, "100 milliseconds")); got != numJobs {
 			t.Fatalf("claimed %d jobs, want %d", got, numJobs)
 		}
 		conns := make([]*pgx.Conn, numCallers)
 		for i := range conns {
-			conns[i] = b.connect(t)
+			conns[i] = b.Connect(t)
 		}
-		waitLeasesExpired(t, b.conn)
+		waitLeasesExpired(t, b.Conn)
 
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
@@ -121,7 +121,7 @@ func TestRequeueExpired(t *testing.T) {
 			t.Fatalf("callers requeued %v, %d in total, want %d", counts, sum, numJobs)
 		}
 		var queued, once int64
-		if err := b.conn.QueryRow(t.Context(),
+		if err := b.Conn.QueryRow(t.Context(),
 			`SELECT count(*) FILTER (WHERE state = 'queued'),
 			        count(*) FILTER (WHERE attempts = 1 AND jsonb_array_length(errors) = 1)
 			 FROM jobs`).Scan(&queued, &once); err != nil {
@@ -135,13 +135,13 @@ func TestRequeueExpired(t *testing.T) {
 	t.Run("NothingExpiredReturnsZero", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		enqueue(t, b.conn, "")
-		claimOne(t, b.conn, "w", "", "1 hour")
-		before := jobstest.TableChecksum(t, b.conn)
-		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 0 {
+		enqueue(t, b.Conn, "")
+		claimOne(t, b.Conn, "w", "", "1 hour")
+		before := jobstest.TableChecksum(t, b.Conn)
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 0 {
 			t.Fatalf("jobs_requeue_expired() = %d, want 0", n)
 		}
-		if jobstest.TableChecksum(t, b.conn) != before {
+		if jobstest.TableChecksum(t, b.Conn) != before {
 			t.Fatal("jobs_requeue_expired with nothing expired changed the table")
 		}
 	})

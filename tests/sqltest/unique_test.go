@@ -67,12 +67,12 @@ func TestUniqueKey(t *testing.T) {
 		b := setup(t)
 		conns := make([]*pgx.Conn, 16)
 		for i := range conns {
-			conns[i] = b.connect(t)
+			conns[i] = b.Connect(t)
 		}
 		for round := range 5 {
 			key := fmt.Sprintf("key-%d", round)
 			ids := enqueueKeyConcurrently(t, conns, "q", key, nil)
-			jobIDs := queryList[int64](t, b.conn, "SELECT id FROM jobs WHERE unique_key = $1", key)
+			jobIDs := queryList[int64](t, b.Conn, "SELECT id FROM jobs WHERE unique_key = $1", key)
 			if len(jobIDs) != 1 {
 				t.Fatalf("round %d: %d jobs with key %s, want 1", round, len(jobIDs), key)
 			}
@@ -89,26 +89,26 @@ func TestUniqueKey(t *testing.T) {
 		b := setup(t)
 		// A first session holds an uncommitted insert of the key; the others block on it and,
 		// once it rolls back, exactly one of them must insert.
-		holder, err := b.connect(t).Begin(t.Context())
+		holder, err := b.Connect(t).Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
 		enqueue(t, holder, "queue => 'q', unique_key => 'k1'")
 		conns := make([]*pgx.Conn, 8)
 		for i := range conns {
-			conns[i] = b.connect(t)
+			conns[i] = b.Connect(t)
 		}
 		ids := enqueueKeyConcurrently(t, conns, "q", "k1", func() {
 			// Roll back once every waiter is blocked on the holder's row.
 			pgtest.WaitFor(t, 10*time.Second, "the enqueuers to block", func() bool {
-				return queryOne[int64](t, b.conn,
+				return queryOne[int64](t, b.Conn,
 					"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") == int64(len(conns))
 			})
 			if err := holder.Rollback(t.Context()); err != nil {
 				t.Error(err)
 			}
 		})
-		jobIDs := queryList[int64](t, b.conn, "SELECT id FROM jobs WHERE unique_key = 'k1'")
+		jobIDs := queryList[int64](t, b.Conn, "SELECT id FROM jobs WHERE unique_key = 'k1'")
 		if len(jobIDs) != 1 {
 			t.Fatalf("%d jobs with key k1, want 1", len(jobIDs))
 		}
@@ -122,22 +122,22 @@ func TestUniqueKey(t *testing.T) {
 	t.Run("KeyIsFreeAgainOnceJobFinishes", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		first := enqueue(t, b.conn, "queue => 'q', unique_key => 'k'")
-		j := claimOne(t, b.conn, "w", "q", "1 minute")
-		if again := enqueue(t, b.conn, "queue => 'q', unique_key => 'k'"); again != first {
+		first := enqueue(t, b.Conn, "queue => 'q', unique_key => 'k'")
+		j := claimOne(t, b.Conn, "w", "q", "1 minute")
+		if again := enqueue(t, b.Conn, "queue => 'q', unique_key => 'k'"); again != first {
 			t.Fatalf("enqueue while the keyed job runs returned %d, want %d", again, first)
 		}
-		mustExec(t, b.conn, "SELECT jobs_complete($1, $2)", first, j.Attempt)
-		second := enqueue(t, b.conn, "queue => 'q', unique_key => 'k'")
+		mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", first, j.Attempt)
+		second := enqueue(t, b.Conn, "queue => 'q', unique_key => 'k'")
 		if second == first {
 			t.Fatalf("enqueue after the keyed job completed returned the done job %d", first)
 		}
-		mustExec(t, b.conn, "SELECT jobs_cancel($1)", second)
-		third := enqueue(t, b.conn, "queue => 'q', unique_key => 'k'")
+		mustExec(t, b.Conn, "SELECT jobs_cancel($1)", second)
+		third := enqueue(t, b.Conn, "queue => 'q', unique_key => 'k'")
 		if third == first || third == second {
 			t.Fatalf("enqueue after the keyed job was cancelled returned an old job %d", third)
 		}
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs WHERE unique_key = 'k'"); n != 3 {
+		if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE unique_key = 'k'"); n != 3 {
 			t.Fatalf("%d jobs with key k, want 3 (done, cancelled, queued)", n)
 		}
 	})
@@ -145,15 +145,15 @@ func TestUniqueKey(t *testing.T) {
 	t.Run("OtherQueueIsIndependent", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		a := enqueue(t, b.conn, "queue => 'a', unique_key => 'k'")
-		other := enqueue(t, b.conn, "queue => 'b', unique_key => 'k'")
+		a := enqueue(t, b.Conn, "queue => 'a', unique_key => 'k'")
+		other := enqueue(t, b.Conn, "queue => 'b', unique_key => 'k'")
 		if a == other {
 			t.Fatalf("the same key in queues a and b gave the same job %d", a)
 		}
-		if again := enqueue(t, b.conn, "queue => 'b', unique_key => 'k'"); again != other {
+		if again := enqueue(t, b.Conn, "queue => 'b', unique_key => 'k'"); again != other {
 			t.Fatalf("second enqueue into b returned %d, want %d", again, other)
 		}
-		if plain := enqueue(t, b.conn, "queue => 'a'"); plain == a {
+		if plain := enqueue(t, b.Conn, "queue => 'a'"); plain == a {
 			t.Fatal("an enqueue without a key was deduplicated")
 		}
 	})
@@ -161,8 +161,8 @@ func TestUniqueKey(t *testing.T) {
 	t.Run("EnqueueManyDuplicateKeysShareOneJob", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		existing := enqueue(t, b.conn, "queue => 'q', unique_key => 'held'")
-		ids := queryList[int64](t, b.conn, `SELECT * FROM jobs_enqueue_many(
+		existing := enqueue(t, b.Conn, "queue => 'q', unique_key => 'held'")
+		ids := queryList[int64](t, b.Conn, `SELECT * FROM jobs_enqueue_many(
 			kinds       => ARRAY['a', 'b', 'c', 'd', 'e', 'f'],
 			queues      => ARRAY['q', 'q', 'q', 'other', 'q', 'q'],
 			unique_keys => ARRAY['dup', 'dup', NULL, 'dup', 'held', NULL])`)
@@ -182,14 +182,14 @@ func TestUniqueKey(t *testing.T) {
 		if len(distinct) != 5 {
 			t.Fatalf("ids %v: want 5 distinct jobs (4 new, 1 existing)", ids)
 		}
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs"); n != 5 {
+		if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs"); n != 5 {
 			t.Fatalf("%d jobs in the table, want 5 (1 existing + 4 new)", n)
 		}
-		if kind := queryOne[string](t, b.conn, "SELECT kind FROM jobs WHERE id = $1", ids[0]); kind != "a" {
+		if kind := queryOne[string](t, b.Conn, "SELECT kind FROM jobs WHERE id = $1", ids[0]); kind != "a" {
 			t.Fatalf("the keyed job has kind %s, want a (the first of the call)", kind)
 		}
 		for i, id := range ids {
-			if q := queryOne[string](t, b.conn, "SELECT queue FROM jobs WHERE id = $1", id); q != []string{"q", "q", "q", "other", "q", "q"}[i] {
+			if q := queryOne[string](t, b.Conn, "SELECT queue FROM jobs WHERE id = $1", id); q != []string{"q", "q", "q", "other", "q", "q"}[i] {
 				t.Fatalf("ids[%d] = %d is in queue %s", i, id, q)
 			}
 		}
@@ -198,11 +198,11 @@ func TestUniqueKey(t *testing.T) {
 	t.Run("EnqueueManyWithoutKeysKeepsInputOrder", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		ids := queryList[int64](t, b.conn, `SELECT * FROM jobs_enqueue_many(
+		ids := queryList[int64](t, b.Conn, `SELECT * FROM jobs_enqueue_many(
 			kinds    => ARRAY['k1', 'k2', 'k3'],
 			payloads => ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}']::jsonb[],
 			queues   => ARRAY['a', 'b', 'a'])`)
-		got := queryList[string](t, b.conn, "SELECT kind || ':' || queue || ':' || (payload->>'n') FROM jobs WHERE id = ANY($1) ORDER BY array_position($1, id)", ids)
+		got := queryList[string](t, b.Conn, "SELECT kind || ':' || queue || ':' || (payload->>'n') FROM jobs WHERE id = ANY($1) ORDER BY array_position($1, id)", ids)
 		if want := []string{"k1:a:1", "k2:b:2", "k3:a:3"}; !slices.Equal(got, want) {
 			t.Fatalf("jobs by returned id = %v, want %v", got, want)
 		}

@@ -3,31 +3,20 @@
 package jobstest
 
 import (
-	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
-// Querier is a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // TableChecksum digests every row of jobs and of jobs_settings: equal checksums mean no
 // column of any row changed, none was added and none removed.
-func TableChecksum(t testing.TB, q Querier) string {
+func TableChecksum(t testing.TB, q pgtest.Querier) string {
 	t.Helper()
 	const sql = `SELECT coalesce((SELECT md5(string_agg(j::text, ',' ORDER BY j.id)) FROM jobs j), 'no jobs')
 	        || '/' || coalesce((SELECT md5(string_agg(s::text, ',')) FROM jobs_settings s), 'no settings')`
-	var sum string
-	if err := q.QueryRow(t.Context(), sql).Scan(&sum); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return sum
+	return pgtest.QueryOne[string](t, q, sql)
 }
 
 // RequireInvalid checks that err is the error _jobs_invalid raises for param: SQLSTATE

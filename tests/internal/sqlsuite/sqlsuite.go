@@ -1,17 +1,20 @@
 // Package sqlsuite runs the psql-based suites (tests/regress, tests/isolation) from go test.
 // Each suite keeps its own bash runner script, the one CI and developers call without Go;
-// this package only finds the PostgreSQL binary a runner needs and runs the runner once per
-// test file, in a fresh database.
+// this package only finds the PostgreSQL program a runner needs, in the order of
+// internal/pglocal and scripts/lib/pgbin.sh, and runs the runner once per test file, in a
+// fresh database.
 package sqlsuite
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
+	"github.com/skiplock/skiplock/internal/pglocal"
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
@@ -49,37 +52,39 @@ func Run(t *testing.T, dir, ext string, env ...string) {
 	}
 }
 
-// LookVersioned returns the first executable /usr/lib/postgresql/<major>/rel (Debian's
-// versioned directories), newest major first, or "" when there is none.
-func LookVersioned(rel string) string {
-	matches, _ := filepath.Glob(filepath.Join("/usr/lib/postgresql/*", rel))
-	sort.Slice(matches, func(i, j int) bool { return major(matches[i]) > major(matches[j]) })
-	for _, m := range matches {
-		if IsExecutable(m) {
-			return m
-		}
+// Psql returns the psql the suites run: $PSQL when set, else the one [pglocal.Tool] finds
+// (the order of scripts/lib/pgbin.sh, which the runners use without Go).
+func Psql() (string, error) {
+	if p := os.Getenv("PSQL"); p != "" {
+		return p, nil
 	}
-	return ""
+	p, err := pglocal.Tool("psql")
+	if err != nil {
+		return "", fmt.Errorf("failed to find psql (set PSQL to choose one): %w", err)
+	}
+	return p, nil
 }
 
-// IsExecutable reports whether path is a file with an execute bit set.
-func IsExecutable(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
-}
-
-// major reads the version directory of /usr/lib/postgresql/<major>/...; 0 if none.
-func major(path string) int {
-	rest, ok := strings.CutPrefix(path, "/usr/lib/postgresql/")
-	if !ok {
-		return 0
+// IsolationTester returns PostgreSQL's isolationtester: $ISOLATIONTESTER when set, else the
+// one in the package library directory of the pg_config [pglocal.Tool] finds, as the
+// runner's find_isolationtester does. It ships with the server's development files
+// (Debian: postgresql-server-dev-NN).
+func IsolationTester(ctx context.Context) (string, error) {
+	if p := os.Getenv("ISOLATIONTESTER"); p != "" {
+		return p, nil
 	}
-	n := 0
-	for _, r := range rest {
-		if r < '0' || r > '9' {
-			break
-		}
-		n = n*10 + int(r-'0')
+	pgConfig, err := pglocal.Tool("pg_config")
+	if err != nil {
+		return "", fmt.Errorf("failed to find isolationtester (set ISOLATIONTESTER to choose one): %w", err)
 	}
-	return n
+	out, err := exec.CommandContext(ctx, pgConfig, "--pkglibdir").Output()
+	if err != nil {
+		return "", fmt.Errorf("failed to run %s --pkglibdir: %w", pgConfig, err)
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "pgxs", "src", "test", "isolation", "isolationtester")
+	if info, err := os.Stat(p); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("failed to find isolationtester at %s: install the PostgreSQL server "+
+			"development files (Debian: postgresql-server-dev-NN) or set ISOLATIONTESTER", p)
+	}
+	return p, nil
 }
