@@ -434,12 +434,12 @@ func installSQL(t *testing.T, opts *skiplock.InstallSQLOpts) string {
 	return script
 }
 
-// dumpSchema is pg_dump --schema-only --no-owner of the database, without comment lines and
-// blank lines (the only lines that may differ between two equal schemas).
-func dumpSchema(t *testing.T, url string) string {
+// pgDump runs pg_dump --schema-only --no-owner on the database at url, with args added, and
+// returns its output.
+func pgDump(t *testing.T, url string, args ...string) string {
 	t.Helper()
 	pgDump := pgTool(t, "pg_dump")
-	args := []string{"--schema-only", "--no-owner"}
+	args = append([]string{"--schema-only", "--no-owner"}, args...)
 	// pg_dump from 17.6, 16.10, 15.14, 14.19 and 13.22 wraps its output in \restrict KEY ...
 	// \unrestrict KEY with a random key unless one is given.
 	if help, err := exec.Command(pgDump, "--help").Output(); err == nil && bytes.Contains(help, []byte("--restrict-key")) {
@@ -453,8 +453,15 @@ func dumpSchema(t *testing.T, url string) string {
 	if err != nil {
 		t.Fatalf("pg_dump: %v\n%s", err, stderr.String())
 	}
+	return string(out)
+}
+
+// dumpSchema is pg_dump --schema-only --no-owner of the database, without comment lines and
+// blank lines (the only lines that may differ between two equal schemas).
+func dumpSchema(t *testing.T, url string) string {
+	t.Helper()
 	var kept []string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(pgDump(t, url), "\n") {
 		if trimmed := strings.TrimSpace(line); trimmed == "" || strings.HasPrefix(trimmed, "--") {
 			continue
 		}
