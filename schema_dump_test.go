@@ -78,6 +78,61 @@ func TestSchemaDump(t *testing.T) {
 		t.Fatalf("a fresh install's schema differs from %s (-committed, +fresh install):\n%s\n\n"+
 			"If the change is intended, regenerate the file and commit it with the change:\n\n"+
 			"    go test -run TestSchemaDump . -update",
-			schemaDumpFile, lineDiff(string(want), got))
+			schemaDumpFile, orderedDiff(string(want), got))
 	}
+}
+
+// orderedDiff shows how b differs from a line by line, in order (a longest common
+// subsequence): removed lines with "- ", added ones with "+ ", one line of context around
+// each change, and "..." where unchanged lines are left out.
+func orderedDiff(a, b string) string {
+	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
+	// lcs[i][j] is the length of the longest common subsequence of x[i:] and y[j:].
+	lcs := make([][]int32, len(x)+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, len(y)+1)
+	}
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	type line struct {
+		op   byte // ' ', '-' or '+'
+		text string
+	}
+	var lines []line
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case i < len(x) && j < len(y) && x[i] == y[j]:
+			lines = append(lines, line{' ', x[i]})
+			i, j = i+1, j+1
+		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
+			lines = append(lines, line{'-', x[i]})
+			i++
+		default:
+			lines = append(lines, line{'+', y[j]})
+			j++
+		}
+	}
+	changed := func(k int) bool { return k >= 0 && k < len(lines) && lines[k].op != ' ' }
+	var out []string
+	skipped := false
+	for k, l := range lines {
+		if l.op == ' ' && !changed(k-1) && !changed(k+1) {
+			skipped = true
+			continue
+		}
+		if skipped {
+			out = append(out, "...")
+			skipped = false
+		}
+		out = append(out, string(l.op)+" "+l.text)
+	}
+	return strings.Join(out, "\n")
 }
