@@ -12,7 +12,7 @@
 -- with this file, and each migration that creates functions with the newest frozen copy of it
 -- (scripts/new-migration writes that), in the same transaction as the CREATE FUNCTIONs. So a
 -- function dropped and created again with a new signature gets its grants back, and no
--- migration grants by hand. An owner of the functions can run it again by hand, with
+-- grants are written by hand in migrations. An owner of the functions can run it again, with
 -- search_path set to the install schema (docs/security.md, "Installing without CREATEROLE").
 
 -- Role names are global to the cluster, so every database installed in it shares the three

@@ -2,8 +2,8 @@
 -- preamble, every function in dependency order, then the grants.
 --
 -- sql/ is the one place to edit. Migrations never include it directly: each freezes copies of
--- the files it changes (migrations/snapshots/NNN, made with scripts/new-migration), so an old
--- migration always installs what it was written with. The tests check that every file here
+-- the files it changes (migrations/snapshots/NNN, made with scripts/new-migration), so an
+-- old migration always installs what it was written with. The tests check that every file here
 -- equals its newest frozen copy, and that applying this package to a migrated database
 -- changes nothing. A new function gets a line here and one in grants.sql.
 {{ template "search_path.sql" . }}
