@@ -174,6 +174,9 @@ func TestSQLFilesAreFrozen(t *testing.T) {
 			for _, m := range refs {
 				installs = append(installs, m[1])
 			}
+			if strings.Contains(ms.texts[n], "WRITE HERE") {
+				t.Errorf("%s: write its header comment in place of scripts/new-migration's placeholder", ms.names[n])
+			}
 			hasFunctions := slices.ContainsFunc(installs, func(f string) bool { return strings.Contains(f, "/functions/") })
 			if !hasFunctions {
 				continue
