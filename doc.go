@@ -9,8 +9,9 @@
 // psql, Python or any other client gets the same queue as the Go driver
 // (package driver), which only calls these functions and runs worker loops.
 //
-// The function sources live one per file in sql/functions (a tern code package); the
-// append-only tern migrations in migrations/ install frozen snapshots of it. Migrate
-// applies them from Go, InstallSQL prints the same as a psql script, and the skiplock
+// The function sources live one per file in sql/functions, with the roles' grants in
+// sql/grants.sql (together a tern code package). The append-only tern migrations in
+// migrations/ each install frozen copies of the files they change, then re-apply the grants.
+// Migrate applies them from Go, InstallSQL prints the same as a psql script, and the skiplock
 // command (cmd/skiplock) does both from a shell. docs/sql-api.md is the SQL reference.
 package skiplock

@@ -26,7 +26,8 @@ var migrationsFS embed.FS
 var sqlFS embed.FS
 
 // Migrations returns the tern migration set (migrations/ of this module): append-only
-// history whose function installs are frozen snapshots of sql/.
+// history. A migration that changes functions installs the copies of the sql/ files it froze
+// under migrations/snapshots/NNN (tern shared templates), then re-applies the grants.
 func Migrations() fs.FS {
 	sub, err := fs.Sub(migrationsFS, "migrations")
 	if err != nil {
@@ -35,8 +36,10 @@ func Migrations() fs.FS {
 	return sub
 }
 
-// CodePackage returns sql/ (the current functions) as a tern code package. Migrations
-// install snapshots of it; tests check the newest snapshot still matches it.
+// CodePackage returns sql/ as a tern code package (migrate.LoadCodePackage): install.sql is
+// the complete current install (search_path preamble, every function, grants), and applying
+// it to a migrated database changes nothing. Migrations install frozen copies of its files;
+// tests check that each file equals its newest frozen copy.
 func CodePackage() fs.FS {
 	sub, err := fs.Sub(sqlFS, "sql")
 	if err != nil {
@@ -60,6 +63,12 @@ type MigrateOpts struct {
 // idempotent and safe to run from several processes at once: tern serialises them with an
 // advisory lock and each migration runs in its own transaction.
 func Migrate(ctx context.Context, conn *pgx.Conn, opts *MigrateOpts) error {
+	return migrateFS(ctx, conn, opts, Migrations())
+}
+
+// migrateFS is Migrate with the migration set as a parameter, so tests can replay an older
+// set (such as the migrations as they were in git history) the same way.
+func migrateFS(ctx context.Context, conn *pgx.Conn, opts *MigrateOpts, migrations fs.FS) error {
 	if opts == nil {
 		opts = &MigrateOpts{}
 	}
@@ -98,7 +107,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn, opts *MigrateOpts) error {
 	if err != nil {
 		return fmt.Errorf("failed to prepare migrator: %w", err)
 	}
-	if err := m.LoadMigrations(Migrations()); err != nil {
+	if err := m.LoadMigrations(migrations); err != nil {
 		return fmt.Errorf("failed to load migrations: %w", err)
 	}
 	target := opts.TargetVersion

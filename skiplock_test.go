@@ -3,13 +3,11 @@ package skiplock_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	ternmigrate "github.com/jackc/tern/v2/migrate"
 
 	"github.com/skiplock/skiplock"
 	"github.com/skiplock/skiplock/tests/pgtest"
@@ -72,31 +71,59 @@ func migrate(t *testing.T, conn *pgx.Conn, opts *skiplock.MigrateOpts) {
 	}
 }
 
-// schemaDigest describes every object skiplock owns in schema: relations with their columns,
-// indexes and constraints, types, and functions with their source and settings. Two
-// installs with the same digest are the same install.
+// schemaDigest describes every object of schema, one sorted line per object: relations
+// (columns, index definition, storage options, privileges, comment), constraints, types
+// (with enum labels), functions (arguments with defaults, result, language, volatility,
+// strictness, SECURITY DEFINER, settings, a hash of the body, privileges, comment) and the
+// schema's own privileges. Two installs with the same digest are the same install.
+//
+// It names neither the schema nor the installing role: the schema's quoted name is written
+// @schema@ where it qualifies a name or a pinned search_path, and privileges list the owner
+// as "owner", PUBLIC as "PUBLIC" (a missing ACL spelled out as its default) and grants in
+// name order. So digests compare across schemas and servers, and can be pinned.
 func schemaDigest(t *testing.T, conn *pgx.Conn, schema string) string {
 	t.Helper()
+	// acl renders an aclitem[] (NULL meaning the default for kind and owner) without the
+	// owner's name and in a fixed order; the trailing * marks a grant option.
+	acl := func(items, kind, owner string) string {
+		return fmt.Sprintf(`(SELECT coalesce(string_agg(e, ',' ORDER BY e), '')
+			FROM (SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' WHEN a.grantee = %[3]s THEN 'owner'
+			                  ELSE a.grantee::regrole::text END
+			             || ':' || a.privilege_type || CASE WHEN a.is_grantable THEN '*' ELSE '' END AS e
+			      FROM aclexplode(coalesce(%[1]s, acldefault('%[2]s', %[3]s))) AS a) AS acl)`, items, kind, owner)
+	}
 	return queryOne[string](t, conn, `
-		SELECT coalesce(string_agg(d, E'\n' ORDER BY d), '')
-		FROM (
-		    SELECT format('rel %s %s %s %s', c.relname, c.relkind, pg_get_indexdef(c.oid),
+		WITH target AS (
+		    SELECT n.oid, quote_ident(n.nspname) AS quoted, n.nspowner, n.nspacl
+		    FROM pg_namespace n WHERE n.nspname = $1
+		)
+		SELECT coalesce(string_agg(replace(replace(d, target.quoted || '.', '@schema@.'),
+		                                   'search_path=' || target.quoted || ',', 'search_path=@schema@,'),
+		                           E'\n' ORDER BY d), '')
+		FROM target, LATERAL (
+		    SELECT format('schema acl=%s', `+acl("target.nspacl", "n", "target.nspowner")+`)
+		    UNION ALL
+		    SELECT format('rel %s %s %s cols=%s options=%s acl=%s comment=%s', c.relname, c.relkind, pg_get_indexdef(c.oid),
 		                  (SELECT string_agg(format('%s:%s', a.attname, format_type(a.atttypid, a.atttypmod)), ',' ORDER BY a.attnum)
-		                   FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped))
-		    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		    WHERE n.nspname = $1
+		                   FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
+		                  c.reloptions,
+		                  CASE WHEN c.relkind IN ('r', 'S', 'v', 'm', 'p') THEN `+acl("c.relacl", "r", "c.relowner")+` END,
+		                  md5(coalesce(obj_description(c.oid, 'pg_class'), '')))
+		    FROM pg_class c WHERE c.relnamespace = target.oid
 		    UNION ALL
 		    SELECT format('con %s %s', con.conname, pg_get_constraintdef(con.oid))
-		    FROM pg_constraint con JOIN pg_namespace n ON n.oid = con.connamespace
-		    WHERE n.nspname = $1
+		    FROM pg_constraint con WHERE con.connamespace = target.oid
 		    UNION ALL
-		    SELECT format('type %s %s', ty.typname, ty.typtype)
-		    FROM pg_type ty JOIN pg_namespace n ON n.oid = ty.typnamespace
-		    WHERE n.nspname = $1
+		    SELECT format('type %s %s %s', ty.typname, ty.typtype,
+		                  (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = ty.oid))
+		    FROM pg_type ty WHERE ty.typnamespace = target.oid
 		    UNION ALL
-		    SELECT format('func %s %s %s %s %s', p.oid::regprocedure, md5(p.prosrc), p.prosecdef, p.proconfig, p.proacl)
-		    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-		    WHERE n.nspname = $1
+		    SELECT format('func %s(%s) -> %s %s volatile=%s strict=%s parallel=%s secdef=%s config=%s src=%s acl=%s comment=%s',
+		                  p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid), l.lanname,
+		                  p.provolatile, p.proisstrict, p.proparallel, p.prosecdef, p.proconfig, md5(p.prosrc),
+		                  `+acl("p.proacl", "f", "p.proowner")+`,
+		                  md5(coalesce(obj_description(p.oid, 'pg_proc'), '')))
+		    FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.pronamespace = target.oid
 		) AS objects(d)`, schema)
 }
 
@@ -193,6 +220,30 @@ func TestMigrate(t *testing.T) {
 		}
 		if !queryOne[bool](t, b.conn, "SELECT jobs_complete($1, 1)", id) {
 			t.Fatal("the job claimed before the upgrades could not be completed")
+		}
+	})
+
+	// sql/ is the complete current install: applied (as the tern code package it is) to a
+	// database at the latest version, it changes nothing, grants included. So the migrations
+	// installed everything sql/ holds, and grants.sql can be re-run at any time.
+	t.Run("ReapplyingSQLChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		code, err := ternmigrate.LoadCodePackage(skiplock.CodePackage())
+		if err != nil {
+			t.Fatalf("failed to load sql/ as a tern code package: %v", err)
+		}
+		for _, schema := range []string{"public", "reapplied"} {
+			b := setup(t)
+			migrate(t, b.conn, &skiplock.MigrateOpts{Schema: schema})
+			before := schemaDigest(t, b.conn, schema)
+			conn := connectWithSearchPath(t, b.url, pgx.Identifier{schema}.Sanitize())
+			if err := ternmigrate.InstallCodePackage(t.Context(), conn, nil, code); err != nil {
+				t.Fatalf("schema %s: failed to apply sql/install.sql: %v", schema, err)
+			}
+			if after := schemaDigest(t, b.conn, schema); after != before {
+				t.Fatalf("schema %s: applying sql/ after migrating changed the schema; a change to sql/ is missing from the migrations:\n%s",
+					schema, lineDiff(before, after))
+			}
 		}
 	})
 
@@ -383,12 +434,12 @@ func installSQL(t *testing.T, opts *skiplock.InstallSQLOpts) string {
 	return script
 }
 
-// dumpSchema is pg_dump --schema-only --no-owner of the database, without comment lines and
-// blank lines (the only lines that may differ between two equal schemas).
-func dumpSchema(t *testing.T, url string) string {
+// pgDump runs pg_dump --schema-only --no-owner on the database at url, with args added, and
+// returns its output.
+func pgDump(t *testing.T, url string, args ...string) string {
 	t.Helper()
 	pgDump := pgTool(t, "pg_dump")
-	args := []string{"--schema-only", "--no-owner"}
+	args = append([]string{"--schema-only", "--no-owner"}, args...)
 	// pg_dump from 17.6, 16.10, 15.14, 14.19 and 13.22 wraps its output in \restrict KEY ...
 	// \unrestrict KEY with a random key unless one is given.
 	if help, err := exec.Command(pgDump, "--help").Output(); err == nil && bytes.Contains(help, []byte("--restrict-key")) {
@@ -402,8 +453,15 @@ func dumpSchema(t *testing.T, url string) string {
 	if err != nil {
 		t.Fatalf("pg_dump: %v\n%s", err, stderr.String())
 	}
+	return string(out)
+}
+
+// dumpSchema is pg_dump --schema-only --no-owner of the database, without comment lines and
+// blank lines (the only lines that may differ between two equal schemas).
+func dumpSchema(t *testing.T, url string) string {
+	t.Helper()
 	var kept []string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(pgDump(t, url), "\n") {
 		if trimmed := strings.TrimSpace(line); trimmed == "" || strings.HasPrefix(trimmed, "--") {
 			continue
 		}
@@ -536,87 +594,4 @@ func TestInstallSQL(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestNewestSnapshotMatchesSQL: migrations install frozen snapshots of sql/, so an edit to
-// sql/ reaches no database until it is snapshotted. This fails until it is.
-func TestNewestSnapshotMatchesSQL(t *testing.T) {
-	t.Parallel()
-
-	migrations := skiplock.Migrations()
-	entries, err := fs.ReadDir(migrations, "snapshots")
-	if err != nil {
-		t.Fatalf("failed to list migrations/snapshots: %v", err)
-	}
-	newest := -1
-	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && n > newest {
-			newest = n
-		}
-	}
-	if newest < 0 {
-		t.Fatal("migrations/snapshots holds no numbered snapshot")
-	}
-	snapshotDir := fmt.Sprintf("snapshots/%03d", newest)
-	snapshot, err := fs.Sub(migrations, snapshotDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	sqlFiles, snapFiles := readTree(t, skiplock.CodePackage()), readTree(t, snapshot)
-	var problems []string
-	for _, name := range sortedKeys(sqlFiles) {
-		snap, ok := snapFiles[name]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("sql/%s is not in migrations/%s", name, snapshotDir))
-		case !bytes.Equal(snap, sqlFiles[name]):
-			problems = append(problems, fmt.Sprintf("sql/%s differs from migrations/%s/%s", name, snapshotDir, name))
-		}
-	}
-	for _, name := range sortedKeys(snapFiles) {
-		if _, ok := sqlFiles[name]; !ok {
-			problems = append(problems, fmt.Sprintf("migrations/%s/%s is no longer in sql/", snapshotDir, name))
-		}
-	}
-	if len(problems) > 0 {
-		next, err := fs.Glob(migrations, "*.sql")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Fatalf("sql/ has changed since its newest snapshot, so no migration installs the change:\n  %s\n"+
-			"Freeze sql/ into a new snapshot and the migration that installs it with:\n\n"+
-			"    scripts/snapshot-sql %03d\n\n(the next free migration number; see CONTRIBUTING.md, \"Changing the SQL\").",
-			strings.Join(problems, "\n  "), len(next)+1)
-	}
-}
-
-// readTree reads every file of fsys into a map keyed by slash-separated path.
-func readTree(t *testing.T, fsys fs.FS) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(fsys, path)
-		files[path] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal(errors.New("empty tree"))
-	}
-	return files
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,25 +1,12 @@
--- skiplock SQL API: every function, in dependency order.
+-- skiplock SQL API: the complete current install, as a tern code package: the search_path
+-- preamble, every function in dependency order, then the grants.
 --
--- This is a tern code package: the single source of the current functions. Migrations
--- install frozen copies of it (migrations/snapshots/NNN, made with
--- `scripts/snapshot-sql NNN`), never this directory directly, so an old migration
--- always installs the functions it was written with.
---
--- Every function is created with SET search_path FROM CURRENT, pinning the install schema
--- (then pg_temp, last) as the search_path it runs with, whatever the caller's path. The
--- functions therefore find the jobs table in the install schema, and objects a caller
--- creates in other schemas (or pg_temp) cannot stand in for it. The public jobs_* functions
--- are SECURITY DEFINER: callers need EXECUTE on them (granted to the jobs_producer,
--- jobs_worker and jobs_admin roles by migration 003), not privileges on the tables. The pinned
--- search_path is what makes that safe; see docs/security.md.
-DO $$
-BEGIN
-    IF current_schema() IS NULL THEN
-        RAISE EXCEPTION 'skiplock: no schema to install into: search_path names no existing schema';
-    END IF;
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);
-END;
-$$;
+-- sql/ is the one place to edit. Migrations never include it directly: each freezes copies of
+-- the files it changes (migrations/snapshots/NNN, made with scripts/new-migration), so an
+-- old migration always installs what it was written with. The tests check that every file here
+-- equals its newest frozen copy, and that applying this package to a migrated database
+-- changes nothing. A new function gets a line here and one in grants.sql.
+{{ template "search_path.sql" . }}
 
 {{ template "functions/_jobs_invalid.sql" . }}
 {{ template "functions/_jobs_check_fence_arrays.sql" . }}
@@ -40,28 +27,4 @@ $$;
 {{ template "functions/jobs_get.sql" . }}
 {{ template "functions/jobs_prune.sql" . }}
 
--- Nobody may call a function until a role is granted it (migration 003 and later): CREATE
--- FUNCTION grants EXECUTE to PUBLIC, and every connected user could then act with the
--- owner's rights. Revoked in the same transaction that creates the functions, so there is no
--- window. A function added above must be added here too (tests/security checks it).
-REVOKE EXECUTE ON FUNCTION
-    _jobs_invalid(text, text, text),
-    _jobs_check_fence_arrays(text, bigint[], integer[]),
-    jobs_backoff(integer),
-    jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text),
-    jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[]),
-    jobs_claim(text, integer, text[], interval),
-    jobs_complete(bigint, integer),
-    jobs_complete_many(bigint[], integer[]),
-    jobs_fail(bigint, integer, text, timestamptz),
-    jobs_heartbeat(bigint, integer, interval),
-    jobs_heartbeat_many(bigint[], integer[], interval),
-    jobs_snooze(bigint, integer, timestamptz),
-    jobs_requeue_expired(),
-    jobs_cancel(bigint),
-    jobs_cancel(bigint, integer, text),
-    jobs_retry(bigint),
-    jobs_stats(),
-    jobs_get(bigint),
-    jobs_prune(interval, boolean, integer)
-FROM PUBLIC;
+{{ template "grants.sql" . }}

@@ -97,7 +97,7 @@ func TestRoleCreationIsRaceSafe(t *testing.T) {
 // TestInstallWithoutCreateRole installs as a database owner who may not create roles: the
 // migration must succeed, skip the missing roles with a NOTICE, and leave everything closed.
 // Then it follows docs/security.md: a superuser creates the roles and the owner runs
-// migration 003 again, after which the grants are in place.
+// sql/grants.sql again, after which the grants are in place.
 func TestInstallWithoutCreateRole(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.NewServer(t)
@@ -156,15 +156,15 @@ func TestInstallWithoutCreateRole(t *testing.T) {
 		t.Errorf("PUBLIC may execute %d skiplock functions", n)
 	}
 
-	// The documented fix: a superuser creates the roles, the owner re-runs migration 003.
+	// The documented fix: a superuser creates the roles, the owner re-runs sql/grants.sql.
 	exec(t, admin, "CREATE ROLE jobs_producer NOLOGIN; CREATE ROLE jobs_worker NOLOGIN; CREATE ROLE jobs_admin NOLOGIN")
-	rolesSQL, err := fs.ReadFile(skiplock.Migrations(), "003_jobs_roles.sql")
+	grantsSQL, err := fs.ReadFile(skiplock.CodePackage(), "grants.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec(t, app1, string(rolesSQL))
+	exec(t, app1, string(grantsSQL))
 	if !grantsPresent(t, installerURL("app1"), "public") {
-		t.Error("app1: grants missing after re-running migration 003")
+		t.Error("app1: grants missing after re-running sql/grants.sql")
 	}
 
 	// With the roles in place, an installer without CREATEROLE needs nothing more.

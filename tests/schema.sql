@@ -1,0 +1,1067 @@
+-- A fresh install of skiplock (every migration) into schema skiplock: pg_dump --schema-only
+-- --no-owner --schema=skiplock, without pg_dump's comments and SET lines. Generated: TestSchemaDump
+-- fails when it is stale. Regenerate it with
+--
+--     go test -run TestSchemaDump . -update
+
+CREATE SCHEMA skiplock;
+
+CREATE TYPE skiplock.jobs_claimed AS (
+	id bigint,
+	queue text,
+	kind text,
+	payload jsonb,
+	attempt integer,
+	max_attempts integer,
+	priority integer,
+	run_at timestamp with time zone,
+	lease_expires_at timestamp with time zone,
+	created_at timestamp with time zone
+);
+
+CREATE TYPE skiplock.jobs_state AS ENUM (
+    'queued',
+    'running',
+    'done',
+    'dead',
+    'cancelled'
+);
+
+CREATE TYPE skiplock.jobs_queue_stats AS (
+	queue text,
+	state skiplock.jobs_state,
+	jobs bigint,
+	oldest_ready_age interval
+);
+
+CREATE FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF _jobs_check_fence_arrays.ids IS NULL THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'ids', 'must not be NULL');
+    END IF;
+    IF _jobs_check_fence_arrays.attempts IS NULL THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'attempts', 'must not be NULL');
+    END IF;
+    IF array_ndims(_jobs_check_fence_arrays.ids) > 1 THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'ids', 'must be a one-dimensional array');
+    END IF;
+    IF array_ndims(_jobs_check_fence_arrays.attempts) > 1 THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'attempts', 'must be a one-dimensional array');
+    END IF;
+    IF cardinality(_jobs_check_fence_arrays.ids) <> cardinality(_jobs_check_fence_arrays.attempts) THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'attempts', 'must have as many elements as ids');
+    END IF;
+    IF cardinality(_jobs_check_fence_arrays.ids) > 100000 THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'ids', 'must have at most 100000 elements');
+    END IF;
+    IF array_position(_jobs_check_fence_arrays.ids, NULL) IS NOT NULL THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'ids', 'must not contain NULL');
+    END IF;
+    IF array_position(_jobs_check_fence_arrays.attempts, NULL) IS NOT NULL THEN
+        PERFORM _jobs_invalid(_jobs_check_fence_arrays.func, 'attempts', 'must not contain NULL');
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) IS 'skiplock (private): validates the ids/attempts arrays of the batch functions.';
+
+CREATE FUNCTION skiplock._jobs_invalid(func text, param text, problem text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'invalid_parameter_value',
+        MESSAGE = format('%s: %s %s', _jobs_invalid.func, _jobs_invalid.param, _jobs_invalid.problem),
+        COLUMN  = _jobs_invalid.param;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) IS 'skiplock (private): raises SQLSTATE 22023 naming the bad parameter.';
+
+CREATE FUNCTION skiplock.jobs_backoff(attempt integer) RETURNS interval
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_settings jobs_settings;
+    v_seconds  double precision;
+BEGIN
+    IF jobs_backoff.attempt IS NULL OR jobs_backoff.attempt < 1 THEN
+        PERFORM _jobs_invalid('jobs_backoff', 'attempt', 'must be at least 1');
+    END IF;
+
+    SELECT * INTO v_settings FROM jobs_settings;
+
+    -- Computed in float seconds: interval arithmetic overflows at 2^31 days, which a large
+    -- base reaches within a few dozen attempts; the cap brings the value back into range.
+    v_seconds := least(extract(epoch FROM v_settings.backoff_cap),
+                       extract(epoch FROM v_settings.backoff_base)
+                           * power(2::double precision, least(jobs_backoff.attempt - 1, 100)));
+
+    RETURN make_interval(secs => v_seconds * (1 + v_settings.backoff_jitter * (2 * random() - 1)));
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_backoff(attempt integer) IS 'skiplock: retry delay after the given attempt: exponential from jobs_settings.backoff_base, capped at backoff_cap, with jitter of at most backoff_jitter (<= 25%).';
+
+CREATE FUNCTION skiplock.jobs_cancel(id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_cancel.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
+    END IF;
+
+    UPDATE jobs j
+    SET state = 'cancelled',
+        finished_at = now(),
+        lease_expires_at = NULL
+    WHERE j.id = jobs_cancel.id
+      AND j.state IN ('queued', 'running');
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_cancel(id bigint) IS 'skiplock: queued or running -> cancelled; the holder''s later complete returns false and fail returns NULL.';
+
+CREATE FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_cancel.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
+    END IF;
+    IF jobs_cancel.attempt IS NULL THEN
+        PERFORM _jobs_invalid('jobs_cancel', 'attempt', 'must not be NULL');
+    END IF;
+    IF jobs_cancel.error IS NULL THEN
+        PERFORM _jobs_invalid('jobs_cancel', 'error', 'must not be NULL');
+    END IF;
+
+    UPDATE jobs j
+    SET state = 'cancelled',
+        finished_at = now(),
+        lease_expires_at = NULL,
+        last_error = left(jobs_cancel.error, 10000),
+        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                'error', left(jobs_cancel.error, 10000),
+                                                'worker', j.lease_holder)
+    WHERE j.id = jobs_cancel.id
+      AND j.state = 'running'
+      AND j.attempts = jobs_cancel.attempt;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) IS 'skiplock: running -> cancelled when held at this attempt (fenced), recording error; for a handler giving up on its job.';
+
+CREATE FUNCTION skiplock.jobs_claim(worker text, max_jobs integer DEFAULT 1, queues text[] DEFAULT NULL::text[], lease interval DEFAULT '00:05:00'::interval) RETURNS SETOF skiplock.jobs_claimed
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_claim.worker IS NULL OR jobs_claim.worker = '' OR octet_length(jobs_claim.worker) > 200 THEN
+        PERFORM _jobs_invalid('jobs_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_claim.max_jobs IS NULL OR jobs_claim.max_jobs < 1 OR jobs_claim.max_jobs > 10000 THEN
+        PERFORM _jobs_invalid('jobs_claim', 'max_jobs', 'must be between 1 and 10000');
+    END IF;
+    IF array_ndims(jobs_claim.queues) > 1 THEN
+        PERFORM _jobs_invalid('jobs_claim', 'queues', 'must be a one-dimensional array');
+    END IF;
+    IF jobs_claim.queues IS NOT NULL
+       AND (cardinality(jobs_claim.queues) = 0 OR array_position(jobs_claim.queues, NULL) IS NOT NULL) THEN
+        PERFORM _jobs_invalid('jobs_claim', 'queues', 'must be NULL (all queues) or a non-empty array without NULLs');
+    END IF;
+    IF jobs_claim.lease IS NULL OR jobs_claim.lease <= interval '0' OR jobs_claim.lease > interval '100 years' THEN
+        PERFORM _jobs_invalid('jobs_claim', 'lease', 'must be a positive interval of at most 100 years');
+    END IF;
+
+    IF cardinality(jobs_claim.queues) = 1 THEN
+        -- The common case, one queue: a single ordered range scan of jobs_ready_idx.
+        RETURN QUERY
+        WITH picked AS (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.state = 'queued'
+              AND j.queue = jobs_claim.queues[array_lower(jobs_claim.queues, 1)]
+              AND j.run_at <= now()
+            ORDER BY j.priority, j.run_at, j.id
+            LIMIT jobs_claim.max_jobs
+            FOR NO KEY UPDATE SKIP LOCKED
+        ), claimed AS (
+            UPDATE jobs j
+            SET state = 'running',
+                attempts = j.attempts + 1,
+                lease_holder = jobs_claim.worker,
+                lease_expires_at = now() + jobs_claim.lease
+            -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
+            -- with picked may be planned as a hash join over a scan of the whole table.
+            WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
+            RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
+                      j.lease_expires_at, j.created_at
+        )
+        SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+    ELSE
+        -- Several or all queues: take the best max_jobs of each queue (each an ordered scan of
+        -- jobs_ready_idx), then the best max_jobs of those. For all queues the queue names come
+        -- from a skip scan of the same index, one probe per queue that has queued jobs.
+        RETURN QUERY
+        WITH RECURSIVE all_queues AS (
+            (SELECT j.queue FROM jobs j WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
+            UNION ALL
+            SELECT (SELECT j.queue FROM jobs j
+                    WHERE j.state = 'queued' AND j.queue > a.queue
+                    ORDER BY j.queue LIMIT 1)
+            FROM all_queues a
+            WHERE a.queue IS NOT NULL
+        ), wanted AS (
+            SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND jobs_claim.queues IS NULL
+            UNION
+            SELECT q.queue FROM unnest(jobs_claim.queues) AS q(queue)
+        ), candidates AS (
+            SELECT c.id, c.priority, c.run_at
+            FROM wanted w
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.run_at
+                FROM jobs j
+                WHERE j.state = 'queued'
+                  AND j.queue = w.queue
+                  AND j.run_at <= now()
+                ORDER BY j.priority, j.run_at, j.id
+                LIMIT jobs_claim.max_jobs
+                FOR NO KEY UPDATE SKIP LOCKED
+            ) c
+        ), picked AS (
+            SELECT c.id FROM candidates c
+            ORDER BY c.priority, c.run_at, c.id
+            LIMIT jobs_claim.max_jobs
+        ), claimed AS (
+            UPDATE jobs j
+            SET state = 'running',
+                attempts = j.attempts + 1,
+                lease_holder = jobs_claim.worker,
+                lease_expires_at = now() + jobs_claim.lease
+            -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
+            -- with picked may be planned as a hash join over a scan of the whole table.
+            WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
+            RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
+                      j.lease_expires_at, j.created_at
+        )
+        SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) IS 'skiplock: leases up to max_jobs ready jobs (priority, run_at, id order; FOR NO KEY UPDATE SKIP LOCKED) to worker and returns them with their attempt (fencing token).';
+
+CREATE FUNCTION skiplock.jobs_complete(id bigint, attempt integer) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_complete.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_complete', 'id', 'must not be NULL');
+    END IF;
+    IF jobs_complete.attempt IS NULL THEN
+        PERFORM _jobs_invalid('jobs_complete', 'attempt', 'must not be NULL');
+    END IF;
+
+    UPDATE jobs j
+    SET state = 'done',
+        finished_at = now(),
+        lease_expires_at = NULL
+    WHERE j.id = jobs_complete.id
+      AND j.state = 'running'
+      AND j.attempts = jobs_complete.attempt;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) IS 'skiplock: running -> done when the job is still running at this attempt (fenced); returns whether it did.';
+
+CREATE FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) RETURNS SETOF bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM _jobs_check_fence_arrays('jobs_complete_many', jobs_complete_many.ids, jobs_complete_many.attempts);
+
+    RETURN QUERY
+    -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which its row lock
+    -- keeps from being flattened into a join), in id order, so the cost follows the batch,
+    -- not the number of running jobs, whatever plan the statistics suggest.
+    WITH held AS (
+        SELECT l.id
+        FROM (SELECT t.id, t.attempt
+              FROM unnest(jobs_complete_many.ids, jobs_complete_many.attempts) AS t(id, attempt)
+              ORDER BY t.id) AS t
+        CROSS JOIN LATERAL (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.id = t.id
+              AND j.attempts = t.attempt
+              AND j.state = 'running'
+            FOR NO KEY UPDATE
+        ) AS l
+    )
+    UPDATE jobs j
+    SET state = 'done',
+        finished_at = now(),
+        lease_expires_at = NULL
+    WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
+    RETURNING j.id;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) IS 'skiplock: jobs_complete for many (id, attempt) pairs; returns the ids completed.';
+
+CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_id bigint;
+BEGIN
+    IF jobs_enqueue.kind IS NULL OR jobs_enqueue.kind = '' OR octet_length(jobs_enqueue.kind) > 200 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'kind', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_enqueue.payload IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'payload', 'must not be NULL (use ''{}'' for no payload)');
+    END IF;
+    IF jobs_enqueue.queue IS NULL OR jobs_enqueue.queue = '' OR octet_length(jobs_enqueue.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_enqueue.run_at IS NULL OR NOT isfinite(jobs_enqueue.run_at) THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'run_at', 'must be a finite timestamp');
+    END IF;
+    IF jobs_enqueue.priority IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'priority', 'must not be NULL');
+    END IF;
+    IF jobs_enqueue.max_attempts IS NULL OR jobs_enqueue.max_attempts < 1 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'max_attempts', 'must be at least 1');
+    END IF;
+    IF jobs_enqueue.unique_key = '' OR octet_length(jobs_enqueue.unique_key) > 200 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'unique_key', 'must be NULL or a non-empty string of at most 200 bytes');
+    END IF;
+
+    IF jobs_enqueue.unique_key IS NULL THEN
+        INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts)
+        VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
+                jobs_enqueue.priority, jobs_enqueue.max_attempts)
+        RETURNING id INTO v_id;
+    ELSE
+        -- The live job holding the key can finish between our failed insert and the lookup;
+        -- then the key is free again and the next round inserts.
+        LOOP
+            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, unique_key)
+            VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
+                    jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key)
+            ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
+            DO NOTHING
+            RETURNING id INTO v_id;
+            IF v_id IS NOT NULL THEN
+                EXIT;
+            END IF;
+
+            SELECT j.id INTO v_id
+            FROM jobs j
+            WHERE j.queue = jobs_enqueue.queue
+              AND j.unique_key = jobs_enqueue.unique_key
+              AND j.state IN ('queued', 'running');
+            IF v_id IS NOT NULL THEN
+                RETURN v_id;
+            END IF;
+        END LOOP;
+    END IF;
+
+    IF jobs_enqueue.run_at <= now() THEN
+        PERFORM pg_notify('jobs_ready', jobs_enqueue.queue);
+    END IF;
+    RETURN v_id;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
+
+CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_n            integer := cardinality(jobs_enqueue_many.kinds);
+    v_kinds        text[];
+    v_payloads     jsonb[];
+    v_queues       text[];
+    v_run_ats      timestamptz[];
+    v_priorities   integer[];
+    v_max_attempts integer[];
+    v_unique_keys  text[];
+    v_param        text;
+    v_bad          record;
+    v_ids          bigint[];
+    v_drawn        bigint[];
+    v_inserted     bigint[];
+    v_missing      record;
+    v_id           bigint;
+BEGIN
+    IF v_n IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue_many', 'kinds', 'must not be NULL');
+    END IF;
+    IF v_n > 100000 THEN
+        PERFORM _jobs_invalid('jobs_enqueue_many', 'kinds', 'must have at most 100000 elements');
+    END IF;
+    SELECT p.param INTO v_param
+    FROM (VALUES ('kinds', array_ndims(jobs_enqueue_many.kinds)),
+                 ('payloads', array_ndims(jobs_enqueue_many.payloads)),
+                 ('queues', array_ndims(jobs_enqueue_many.queues)),
+                 ('run_ats', array_ndims(jobs_enqueue_many.run_ats)),
+                 ('priorities', array_ndims(jobs_enqueue_many.priorities)),
+                 ('max_attempts', array_ndims(jobs_enqueue_many.max_attempts)),
+                 ('unique_keys', array_ndims(jobs_enqueue_many.unique_keys))) AS p(param, ndims)
+    WHERE p.ndims > 1
+    LIMIT 1;
+    IF v_param IS NOT NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue_many', v_param, 'must be a one-dimensional array');
+    END IF;
+
+    SELECT p.param INTO v_param
+    FROM (VALUES ('payloads', cardinality(jobs_enqueue_many.payloads)),
+                 ('queues', cardinality(jobs_enqueue_many.queues)),
+                 ('run_ats', cardinality(jobs_enqueue_many.run_ats)),
+                 ('priorities', cardinality(jobs_enqueue_many.priorities)),
+                 ('max_attempts', cardinality(jobs_enqueue_many.max_attempts)),
+                 ('unique_keys', cardinality(jobs_enqueue_many.unique_keys))) AS p(param, n)
+    WHERE p.n IS NOT NULL AND p.n <> v_n
+    LIMIT 1;
+    IF v_param IS NOT NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue_many', v_param,
+                              format('must be NULL or have as many elements as kinds (%s)', v_n));
+    END IF;
+
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+
+    -- An array passed as NULL means the default for every job; a NULL element inside an
+    -- array that was passed is an error, as it is for jobs_enqueue. Arrays are copied with
+    -- rebased so that element i is at index i whatever lower bound the caller's array had
+    -- ('[0:1]={a,b}' is legal SQL).
+    v_kinds        := CASE WHEN array_lower(jobs_enqueue_many.kinds, 1) = 1 THEN jobs_enqueue_many.kinds
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.kinds)) END;
+    v_payloads     := CASE WHEN jobs_enqueue_many.payloads IS NULL THEN array_fill('{}'::jsonb, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.payloads, 1) = 1 THEN jobs_enqueue_many.payloads
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.payloads)) END;
+    v_queues       := CASE WHEN jobs_enqueue_many.queues IS NULL THEN array_fill('default'::text, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.queues, 1) = 1 THEN jobs_enqueue_many.queues
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.queues)) END;
+    v_run_ats      := CASE WHEN jobs_enqueue_many.run_ats IS NULL THEN array_fill(now(), ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.run_ats, 1) = 1 THEN jobs_enqueue_many.run_ats
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.run_ats)) END;
+    v_priorities   := CASE WHEN jobs_enqueue_many.priorities IS NULL THEN array_fill(0, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.priorities, 1) = 1 THEN jobs_enqueue_many.priorities
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.priorities)) END;
+    v_max_attempts := CASE WHEN jobs_enqueue_many.max_attempts IS NULL THEN array_fill(5, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.max_attempts, 1) = 1 THEN jobs_enqueue_many.max_attempts
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.max_attempts)) END;
+    v_unique_keys  := CASE WHEN jobs_enqueue_many.unique_keys IS NULL THEN array_fill(NULL::text, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.unique_keys, 1) = 1 THEN jobs_enqueue_many.unique_keys
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.unique_keys)) END;
+
+    SELECT * INTO v_bad
+    FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities, v_max_attempts,
+                v_unique_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority, max_attempts,
+                                                    unique_key, ord)
+    WHERE t.kind IS NULL OR t.kind = '' OR octet_length(t.kind) > 200
+       OR t.payload IS NULL
+       OR t.queue IS NULL OR t.queue = '' OR octet_length(t.queue) > 200
+       OR t.run_at IS NULL OR NOT isfinite(t.run_at)
+       OR t.priority IS NULL
+       OR t.max_attempts IS NULL OR t.max_attempts < 1
+       OR t.unique_key = '' OR octet_length(t.unique_key) > 200
+    ORDER BY t.ord
+    LIMIT 1;
+    IF FOUND THEN
+        IF v_bad.kind IS NULL OR v_bad.kind = '' OR octet_length(v_bad.kind) > 200 THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('kinds[%s]', v_bad.ord),
+                                  'must be a non-empty string of at most 200 bytes');
+        ELSIF v_bad.payload IS NULL THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('payloads[%s]', v_bad.ord),
+                                  'must not be NULL (use ''{}'' for no payload)');
+        ELSIF v_bad.queue IS NULL OR v_bad.queue = '' OR octet_length(v_bad.queue) > 200 THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('queues[%s]', v_bad.ord),
+                                  'must be a non-empty string of at most 200 bytes');
+        ELSIF v_bad.run_at IS NULL OR NOT isfinite(v_bad.run_at) THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('run_ats[%s]', v_bad.ord), 'must be a finite timestamp');
+        ELSIF v_bad.priority IS NULL THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('priorities[%s]', v_bad.ord), 'must not be NULL');
+        ELSIF v_bad.max_attempts IS NULL OR v_bad.max_attempts < 1 THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('max_attempts[%s]', v_bad.ord), 'must be at least 1');
+        ELSE
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('unique_keys[%s]', v_bad.ord),
+                                  'must be NULL or a non-empty string of at most 200 bytes');
+        END IF;
+    END IF;
+
+    IF jobs_enqueue_many.unique_keys IS NULL THEN
+        -- No key can conflict: one plain INSERT. Identity values are drawn in insertion
+        -- order, which ORDER BY t.ord fixes to input order.
+        RETURN QUERY
+        WITH inserted AS (
+            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts)
+            SELECT t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts
+            FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
+                        v_max_attempts) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
+                                                              max_attempts, ord)
+            ORDER BY t.ord
+            RETURNING id
+        )
+        SELECT i.id FROM inserted i ORDER BY i.id;
+    ELSE
+        -- Ids are drawn up front so that each input keeps its id whether or not its insert
+        -- was skipped by ON CONFLICT; skipped inputs then get the id of the key's live job.
+        v_ids := ARRAY(SELECT nextval('jobs_id_seq') FROM generate_series(1, v_n));
+        v_drawn := v_ids;
+
+        WITH inserted AS (
+            INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key)
+            SELECT v_ids[t.ord], t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.unique_key
+            FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
+                        v_max_attempts, v_unique_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at,
+                                                                           priority, max_attempts,
+                                                                           unique_key, ord)
+            -- Inserted in key order, not input order (each input keeps the id drawn for it):
+            -- two batches waiting on each other's uncommitted keys then always wait in the
+            -- same order, so they cannot deadlock. t.ord keeps the earlier of two equal keys first.
+            ORDER BY t.queue, t.unique_key, t.ord
+            ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
+            DO NOTHING
+            RETURNING id
+        )
+        SELECT array_agg(i.id) INTO v_inserted FROM inserted i;
+
+        IF coalesce(cardinality(v_inserted), 0) < v_n THEN
+            FOR v_missing IN
+                SELECT t.ord
+                FROM unnest(v_ids) WITH ORDINALITY AS t(id, ord)
+                LEFT JOIN unnest(v_inserted) AS i(id) ON i.id = t.id
+                WHERE i.id IS NULL
+                ORDER BY t.ord
+            LOOP
+                -- Same loop as jobs_enqueue: the key's holder may finish before we look it up.
+                LOOP
+                    SELECT j.id INTO v_id
+                    FROM jobs j
+                    WHERE j.queue = v_queues[v_missing.ord]
+                      AND j.unique_key = v_unique_keys[v_missing.ord]
+                      AND j.state IN ('queued', 'running');
+                    EXIT WHEN FOUND;
+
+                    INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key)
+                    VALUES (v_ids[v_missing.ord], v_queues[v_missing.ord], v_kinds[v_missing.ord],
+                            v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
+                            v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord])
+                    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
+                    DO NOTHING
+                    RETURNING id INTO v_id;
+                    EXIT WHEN v_id IS NOT NULL;
+                END LOOP;
+                v_ids[v_missing.ord] := v_id;
+            END LOOP;
+        END IF;
+
+        RETURN QUERY SELECT t.id FROM unnest(v_ids) WITH ORDINALITY AS t(id, ord) ORDER BY t.ord;
+    END IF;
+
+    -- Wake workers only for jobs this call inserted: an input that got an existing job's id
+    -- (v_ids[i] no longer the id drawn for it) added nothing to claim. Without unique_keys
+    -- both arrays are NULL and every input counts.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM (SELECT DISTINCT t.queue
+          FROM unnest(v_queues, v_run_ats, v_ids, v_drawn) AS t(queue, run_at, id, drawn)
+          WHERE t.run_at <= now()
+            AND t.id IS NOT DISTINCT FROM t.drawn) AS q;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[]) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
+
+CREATE FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS skiplock.jobs_state
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_state  jobs_state;
+    v_queue  text;
+    v_run_at timestamptz;
+BEGIN
+    IF jobs_fail.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_fail', 'id', 'must not be NULL');
+    END IF;
+    IF jobs_fail.attempt IS NULL THEN
+        PERFORM _jobs_invalid('jobs_fail', 'attempt', 'must not be NULL');
+    END IF;
+    IF jobs_fail.error IS NULL THEN
+        PERFORM _jobs_invalid('jobs_fail', 'error', 'must not be NULL');
+    END IF;
+    IF NOT isfinite(jobs_fail.retry_at) THEN
+        PERFORM _jobs_invalid('jobs_fail', 'retry_at', 'must be NULL or a finite timestamp');
+    END IF;
+
+    UPDATE jobs j
+    SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END::jobs_state,
+        run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+                      ELSE coalesce(jobs_fail.retry_at, now() + jobs_backoff(j.attempts)) END,
+        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+        lease_expires_at = NULL,
+        last_error = left(jobs_fail.error, 10000),
+        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                'error', left(jobs_fail.error, 10000),
+                                                'worker', j.lease_holder)
+    WHERE j.id = jobs_fail.id
+      AND j.state = 'running'
+      AND j.attempts = jobs_fail.attempt
+    RETURNING j.state, j.queue, j.run_at INTO v_state, v_queue, v_run_at;
+
+    IF v_state = 'queued' AND v_run_at <= now() THEN
+        PERFORM pg_notify('jobs_ready', v_queue);
+    END IF;
+    RETURN v_state;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) IS 'skiplock: records a failed attempt (fenced) and requeues with backoff, or marks dead when attempts are exhausted; returns the new state, NULL when not held.';
+
+CREATE FUNCTION skiplock.jobs_get(id bigint) RETURNS TABLE(state skiplock.jobs_state, attempts integer, max_attempts integer, run_at timestamp with time zone, last_error text, created_at timestamp with time zone, finished_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_get.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_get', 'id', 'must not be NULL');
+    END IF;
+
+    RETURN QUERY
+    SELECT j.state, j.attempts, j.max_attempts, j.run_at, j.last_error, j.created_at, j.finished_at
+    FROM jobs j
+    WHERE j.id = jobs_get.id;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_get(id bigint) IS 'skiplock: a job''s state, attempts, max_attempts, run_at, last_error, created_at and finished_at (no payload); no rows for an unknown id.';
+
+CREATE FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease interval DEFAULT '00:05:00'::interval) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_heartbeat.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_heartbeat', 'id', 'must not be NULL');
+    END IF;
+    IF jobs_heartbeat.attempt IS NULL THEN
+        PERFORM _jobs_invalid('jobs_heartbeat', 'attempt', 'must not be NULL');
+    END IF;
+    IF jobs_heartbeat.lease IS NULL OR jobs_heartbeat.lease <= interval '0' OR jobs_heartbeat.lease > interval '100 years' THEN
+        PERFORM _jobs_invalid('jobs_heartbeat', 'lease', 'must be a positive interval of at most 100 years');
+    END IF;
+
+    UPDATE jobs j
+    SET lease_expires_at = now() + jobs_heartbeat.lease
+    WHERE j.id = jobs_heartbeat.id
+      AND j.state = 'running'
+      AND j.attempts = jobs_heartbeat.attempt;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease interval) IS 'skiplock: extends the lease of a running job held at this attempt (fenced); false means the job is no longer yours.';
+
+CREATE FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval DEFAULT '00:05:00'::interval) RETURNS TABLE(id bigint, extended boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_extended bigint[];
+    v_id bigint;
+    v_attempt integer;
+BEGIN
+    PERFORM _jobs_check_fence_arrays('jobs_heartbeat_many', jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts);
+    IF jobs_heartbeat_many.lease IS NULL OR jobs_heartbeat_many.lease <= interval '0' OR jobs_heartbeat_many.lease > interval '100 years' THEN
+        PERFORM _jobs_invalid('jobs_heartbeat_many', 'lease', 'must be a positive interval of at most 100 years');
+    END IF;
+
+    -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which its row lock
+    -- keeps from being flattened into a join), in id order, so the cost follows the batch,
+    -- not the number of running jobs, whatever plan the statistics suggest. SKIP LOCKED:
+    -- a row another session has locked is left for the loop below.
+    WITH held AS (
+        SELECT l.id
+        FROM (SELECT t.id, t.attempt
+              FROM unnest(jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts) AS t(id, attempt)
+              ORDER BY t.id) AS t
+        CROSS JOIN LATERAL (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.id = t.id
+              AND j.attempts = t.attempt
+              AND j.state = 'running'
+            FOR NO KEY UPDATE SKIP LOCKED
+        ) AS l
+    ), moved AS (
+        UPDATE jobs j
+        SET lease_expires_at = now() + jobs_heartbeat_many.lease
+        WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
+        RETURNING j.id
+    )
+    SELECT coalesce(array_agg(moved.id), '{}') INTO v_extended FROM moved;
+
+    RETURN QUERY SELECT e.id, true FROM unnest(v_extended) AS e(id);
+
+    -- The pairs not extended: still held (by the snapshot's reading) when another session
+    -- has the row locked, gone otherwise. Usually none, and one primary-key probe each.
+    FOR v_id, v_attempt IN
+        SELECT DISTINCT t.id, t.attempt
+        FROM unnest(jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts) AS t(id, attempt)
+        WHERE t.id <> ALL (v_extended)
+    LOOP
+        IF EXISTS (SELECT FROM jobs j WHERE j.id = v_id AND j.attempts = v_attempt AND j.state = 'running') THEN
+            id := v_id;
+            extended := false;
+            RETURN NEXT;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) IS 'skiplock: jobs_heartbeat for many (id, attempt) pairs without waiting for row locks; returns (id, extended) for the jobs still held.';
+
+CREATE FUNCTION skiplock.jobs_prune(older_than interval DEFAULT '7 days'::interval, include_dead boolean DEFAULT false, max_jobs integer DEFAULT 10000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_count integer;
+BEGIN
+    IF jobs_prune.older_than IS NULL OR jobs_prune.older_than < interval '0' THEN
+        PERFORM _jobs_invalid('jobs_prune', 'older_than', 'must be an interval >= 0');
+    END IF;
+    IF jobs_prune.include_dead IS NULL THEN
+        PERFORM _jobs_invalid('jobs_prune', 'include_dead', 'must not be NULL');
+    END IF;
+    IF jobs_prune.max_jobs IS NULL OR jobs_prune.max_jobs < 1 THEN
+        PERFORM _jobs_invalid('jobs_prune', 'max_jobs', 'must be at least 1');
+    END IF;
+
+    WITH doomed AS (
+        SELECT j.id
+        FROM jobs j
+        WHERE j.finished_at IS NOT NULL
+          -- Capped so that an absurd retention cannot overflow the timestamp range; nothing
+          -- finished 1000 years ago, so the cap changes no result.
+          AND j.finished_at < now() - least(jobs_prune.older_than, interval '1000 years')
+          AND (j.state IN ('done', 'cancelled') OR (jobs_prune.include_dead AND j.state = 'dead'))
+        ORDER BY j.id
+        LIMIT jobs_prune.max_jobs
+        FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM jobs j
+    -- Through jobs_pkey; a join with doomed may be planned as a scan of the whole table.
+    WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) IS 'skiplock: deletes finished (done, cancelled; dead if include_dead) jobs older than older_than, at most max_jobs per call.';
+
+CREATE FUNCTION skiplock.jobs_requeue_expired() RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_count integer;
+    v_woken integer;
+BEGIN
+    WITH expired AS (
+        SELECT j.id
+        FROM jobs j
+        WHERE j.state = 'running'
+          AND j.lease_expires_at < now()
+        ORDER BY j.id
+        FOR NO KEY UPDATE SKIP LOCKED
+    ), requeued AS (
+        UPDATE jobs j
+        SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END::jobs_state,
+            run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE now() END,
+            finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+            last_error = format('lease expired at %s (held by %s, attempt %s)',
+                                to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                                j.lease_holder, j.attempts),
+            errors = j.errors || jsonb_build_object(
+                'attempt', j.attempts, 'at', now(),
+                'error', format('lease expired at %s (held by %s, attempt %s)',
+                                to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                                j.lease_holder, j.attempts),
+                'worker', j.lease_holder),
+            lease_expires_at = NULL
+        -- Through jobs_pkey; a join with expired may be planned as a scan of the whole table.
+        WHERE j.id = ANY (ARRAY(SELECT expired.id FROM expired))
+          AND j.state = 'running'
+          AND j.lease_expires_at < now()
+        RETURNING j.queue, j.state
+    ), woken AS (
+        SELECT pg_notify('jobs_ready', q.queue)
+        FROM (SELECT DISTINCT r.queue FROM requeued r WHERE r.state = 'queued') AS q
+    )
+    SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM woken) INTO v_count, v_woken;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_requeue_expired() IS 'skiplock: running jobs whose lease expired go back to queued (or dead when out of attempts); safe to call concurrently; returns the count.';
+
+CREATE FUNCTION skiplock.jobs_retry(id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_queue text;
+BEGIN
+    IF jobs_retry.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_retry', 'id', 'must not be NULL');
+    END IF;
+
+    UPDATE jobs j
+    SET state = 'queued',
+        run_at = now(),
+        max_attempts = greatest(j.max_attempts, j.attempts + 1),
+        finished_at = NULL
+    WHERE j.id = jobs_retry.id
+      AND j.state IN ('dead', 'cancelled')
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    PERFORM pg_notify('jobs_ready', v_queue);
+    RETURN true;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_retry(id bigint) IS 'skiplock: dead or cancelled -> queued now, with at least one more attempt; attempts keep counting.';
+
+CREATE FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_queue text;
+BEGIN
+    IF jobs_snooze.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_snooze', 'id', 'must not be NULL');
+    END IF;
+    IF jobs_snooze.attempt IS NULL THEN
+        PERFORM _jobs_invalid('jobs_snooze', 'attempt', 'must not be NULL');
+    END IF;
+    IF jobs_snooze.run_at IS NULL OR NOT isfinite(jobs_snooze.run_at) THEN
+        PERFORM _jobs_invalid('jobs_snooze', 'run_at', 'must be a finite timestamp');
+    END IF;
+
+    UPDATE jobs j
+    SET state = 'queued',
+        run_at = jobs_snooze.run_at,
+        -- Saturates rather than overflowing, so a job at the int limit can still snooze.
+        max_attempts = CASE WHEN j.max_attempts < 2147483647 THEN j.max_attempts + 1 ELSE j.max_attempts END,
+        lease_expires_at = NULL
+    WHERE j.id = jobs_snooze.id
+      AND j.state = 'running'
+      AND j.attempts = jobs_snooze.attempt
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    IF jobs_snooze.run_at <= now() THEN
+        PERFORM pg_notify('jobs_ready', v_queue);
+    END IF;
+    RETURN true;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) IS 'skiplock: running -> queued at run_at without spending an attempt (fenced; raises max_attempts, never lowers attempts).';
+
+CREATE FUNCTION skiplock.jobs_stats() RETURNS SETOF skiplock.jobs_queue_stats
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT j.queue,
+           j.state,
+           count(*),
+           CASE WHEN j.state = 'queued' THEN now() - min(j.run_at) FILTER (WHERE j.run_at <= now()) END
+    FROM jobs j
+    GROUP BY j.queue, j.state
+    ORDER BY j.queue, j.state;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_stats() IS 'skiplock: per queue and state, the job count and (queued) the age of the oldest due job.';
+
+CREATE TABLE skiplock.jobs (
+    id bigint NOT NULL,
+    queue text DEFAULT 'default'::text NOT NULL,
+    kind text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    state skiplock.jobs_state DEFAULT 'queued'::skiplock.jobs_state NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    run_at timestamp with time zone DEFAULT now() NOT NULL,
+    lease_holder text,
+    lease_expires_at timestamp with time zone,
+    last_error text,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    unique_key text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT jobs_attempts_valid CHECK ((attempts >= 0)),
+    CONSTRAINT jobs_errors_is_array CHECK ((jsonb_typeof(errors) = 'array'::text)),
+    CONSTRAINT jobs_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
+    CONSTRAINT jobs_lease_valid CHECK ((((state = 'running'::skiplock.jobs_state) = (lease_expires_at IS NOT NULL)) AND ((state <> 'running'::skiplock.jobs_state) OR (lease_holder IS NOT NULL)))),
+    CONSTRAINT jobs_max_attempts_valid CHECK ((max_attempts >= 1)),
+    CONSTRAINT jobs_queue_valid CHECK (((queue <> ''::text) AND (octet_length(queue) <= 200))),
+    CONSTRAINT jobs_run_at_finite CHECK (isfinite(run_at))
+)
+WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01');
+
+COMMENT ON TABLE skiplock.jobs IS 'skiplock jobs: one row per job, in every state. Change rows only through the jobs_* functions.';
+
+ALTER TABLE skiplock.jobs ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME skiplock.jobs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE skiplock.jobs_schema_version (
+    version integer NOT NULL
+);
+
+CREATE TABLE skiplock.jobs_settings (
+    singleton boolean DEFAULT true NOT NULL,
+    backoff_base interval DEFAULT '00:00:01'::interval NOT NULL,
+    backoff_cap interval DEFAULT '01:00:00'::interval NOT NULL,
+    backoff_jitter real DEFAULT 0.25 NOT NULL,
+    CONSTRAINT jobs_settings_backoff_base_valid CHECK ((backoff_base > '00:00:00'::interval)),
+    CONSTRAINT jobs_settings_backoff_cap_valid CHECK (((backoff_cap >= backoff_base) AND (backoff_cap <= '100 years'::interval))),
+    CONSTRAINT jobs_settings_backoff_jitter_valid CHECK (((backoff_jitter >= (0)::double precision) AND (backoff_jitter <= (0.25)::double precision))),
+    CONSTRAINT jobs_settings_singleton CHECK (singleton)
+);
+
+COMMENT ON TABLE skiplock.jobs_settings IS 'skiplock settings (one row): retry backoff used by jobs_backoff and jobs_fail.';
+
+ALTER TABLE ONLY skiplock.jobs
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY skiplock.jobs_settings
+    ADD CONSTRAINT jobs_settings_pkey PRIMARY KEY (singleton);
+
+CREATE INDEX jobs_ready_idx ON skiplock.jobs USING btree (queue, priority, run_at, id) WHERE (state = 'queued'::skiplock.jobs_state);
+
+CREATE INDEX jobs_running_lease_idx ON skiplock.jobs USING btree (lease_expires_at) WHERE (lease_expires_at IS NOT NULL);
+
+CREATE UNIQUE INDEX jobs_unique_key_idx ON skiplock.jobs USING btree (queue, unique_key) WHERE ((unique_key IS NOT NULL) AND (state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state])));
+
+GRANT USAGE ON SCHEMA skiplock TO jobs_producer;
+GRANT USAGE ON SCHEMA skiplock TO jobs_worker;
+GRANT USAGE ON SCHEMA skiplock TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_backoff(attempt integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_backoff(attempt integer) TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_backoff(attempt integer) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_cancel(id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_cancel(id bigint) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text) TO jobs_producer;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[]) TO jobs_producer;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_get(id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_get(id bigint) TO jobs_producer;
+GRANT ALL ON FUNCTION skiplock.jobs_get(id bigint) TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_get(id bigint) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease interval) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_requeue_expired() FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_requeue_expired() TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_requeue_expired() TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_retry(id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_retry(id bigint) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_stats() FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_stats() TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_stats() TO jobs_admin;
+
+GRANT SELECT,UPDATE ON TABLE skiplock.jobs_settings TO jobs_admin;
