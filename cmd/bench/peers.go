@@ -172,6 +172,16 @@ func prepareGraphileWorker(ctx context.Context, dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the graphile-worker harness needs Node.js 20 or later (node and npm on PATH): %w", err)
 	}
+	// graphile-worker 0.18 declares engines node >= 22.18, but runs on Node 20 too (all
+	// five scenarios, Node 20.20); the harness needs Node 20 for util.parseArgs and ES2022.
+	out, err := exec.CommandContext(ctx, node, "-p", "process.versions.node").Output()
+	if err != nil {
+		return nil, fmt.Errorf("failed to run %s: %w", node, err)
+	}
+	version := strings.TrimSpace(string(out))
+	if major, _, _ := strings.Cut(version, "."); atoi(major) < 20 {
+		return nil, fmt.Errorf("the graphile-worker harness needs Node.js 20 or later, found %s at %s", version, node)
+	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		return nil, fmt.Errorf("the graphile-worker harness needs npm on PATH to install its dependencies: %w", err)
@@ -185,6 +195,12 @@ func prepareGraphileWorker(ctx context.Context, dir string) ([]string, error) {
 		}
 	}
 	return []string{node, filepath.Join(dir, "bench.mjs")}, nil
+}
+
+// atoi is s as a number, or 0.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // stale reports whether target is missing or older than source.
