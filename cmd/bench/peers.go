@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,25 +266,21 @@ func parsePeerLine(b []byte) (peerLine, error) {
 	if v, ok := num("seconds"); ok {
 		res.Seconds = v
 	}
-	toDur := func(msv float64) time.Duration { return time.Duration(msv * float64(time.Millisecond)) }
-	if p50, ok := num("p50_ms"); ok {
+	toDur := func(msv float64) time.Duration { return time.Duration(math.Round(msv * float64(time.Millisecond))) }
+	// Enqueue -> start latency (p50_ms…) where measured, else the insert call's (insert_p50_ms…).
+	for _, prefix := range []string{"", "insert_"} {
+		p50, ok := num(prefix + "p50_ms")
+		if !ok {
+			continue
+		}
 		l := latencyStats{P50: toDur(p50)}
-		if v, ok := num("p95_ms"); ok {
-			l.P95 = toDur(v)
-		}
-		if v, ok := num("p99_ms"); ok {
-			l.P99 = toDur(v)
-		}
-		if v, ok := num("max_ms"); ok {
-			l.Max = toDur(v)
+		for key, d := range map[string]*time.Duration{"p95_ms": &l.P95, "p99_ms": &l.P99, "max_ms": &l.Max} {
+			if v, ok := num(prefix + key); ok {
+				*d = toDur(v)
+			}
 		}
 		res.Latency = &l
-	} else if p50, ok := num("insert_p50_ms"); ok {
-		l := latencyStats{P50: toDur(p50)}
-		if v, ok := num("insert_p99_ms"); ok {
-			l.P99 = toDur(v)
-		}
-		res.Latency = &l
+		break
 	}
 	return peerLine{System: str("system"), Version: str("version"), Result: res, Raw: append([]byte(nil), b...)}, nil
 }

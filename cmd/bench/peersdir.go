@@ -83,6 +83,7 @@ func modulePath(gomod string) string {
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if rest, ok := strings.CutPrefix(line, "module"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
+			rest, _, _ = strings.Cut(rest, "//") // a trailing comment
 			return strings.Trim(strings.TrimSpace(rest), `"`)
 		}
 	}

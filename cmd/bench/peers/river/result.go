@@ -62,8 +62,8 @@ func (r *result) jsonLine(version string, common []field) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteByte('{')
 	for i, f := range fields {
-		k, _ := json.Marshal(f.key)
-		v, err := json.Marshal(f.value)
+		k, _ := marshal(f.key)
+		v, err := marshal(f.value)
 		if err != nil {
 			return nil, fmt.Errorf("failed to encode field %q: %w", f.key, err)
 		}
@@ -76,6 +76,17 @@ func (r *result) jsonLine(version string, common []field) ([]byte, error) {
 	}
 	buf.WriteString("}\n")
 	return buf.Bytes(), nil
+}
+
+// marshal is json.Marshal without HTML escaping, so "->" stays readable, as in cmd/bench.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // percentile is the nearest-rank p-th percentile of sorted, as cmd/bench computes it.
