@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"os"
 	"os/exec"
@@ -154,7 +155,10 @@ func prepareRiver(ctx context.Context, dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the river harness is built with the go command, which is not on PATH: %w", err)
 	}
-	bin := filepath.Join(cacheDir(), "river-harness")
+	// One binary per checkout, so that two checkouts' runs do not overwrite each other's.
+	h := fnv.New32a()
+	h.Write([]byte(dir))
+	bin := filepath.Join(cacheDir(), fmt.Sprintf("river-harness-%08x", h.Sum32()))
 	cmd := exec.CommandContext(ctx, goCmd, "build", "-buildvcs=false", "-o", bin, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off") // the harness's own go.mod, whatever workspace is around
