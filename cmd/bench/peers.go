@@ -33,7 +33,7 @@ type peer struct {
 	database string
 }
 
-// peers are the peer harnesses, in the order they run after skiplock.
+// peers are the peer harnesses -peers can name; they run in the order it names them.
 var peers = []peer{
 	{
 		name:    "river",
