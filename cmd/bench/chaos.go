@@ -18,12 +18,6 @@ import (
 	"github.com/skiplock/skiplock/internal/chaos"
 )
 
-// optInScenarios run only when -scenarios names them, after allScenarios.
-var optInScenarios = []string{"chaos"}
-
-// scenarioOrder is every scenario -scenarios accepts, in run order.
-func scenarioOrder() []string { return append(slices.Clone(allScenarios), optInScenarios...) }
-
 // chaosFlags are the chaos scenario's flags.
 type chaosFlags struct {
 	kills    int

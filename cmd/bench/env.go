@@ -310,3 +310,22 @@ func (e *env) pgssReport(ctx context.Context, scenario string) {
 	}
 	fmt.Fprint(os.Stderr, b.String())
 }
+
+// freshDatabase drops and creates dbname on the throwaway server, for a peer harness to
+// use alone, and returns its URL.
+func (e *env) freshDatabase(ctx context.Context, dbname string) (string, error) {
+	if e.server == nil {
+		return "", errors.New("peer harnesses run only on the throwaway server")
+	}
+	conn, err := pgx.Connect(ctx, e.server.URL())
+	if err != nil {
+		return "", fmt.Errorf("failed to connect to the local server: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, stmt := range []string{"DROP DATABASE IF EXISTS ", "CREATE DATABASE "} {
+		if _, err := conn.Exec(ctx, stmt+pgx.Identifier{dbname}.Sanitize()); err != nil {
+			return "", fmt.Errorf("failed to create database %s: %w", dbname, err)
+		}
+	}
+	return e.server.URLFor(dbname), nil
+}

@@ -1,43 +1,3 @@
-// Command bench measures skiplock on a real PostgreSQL server and prints a table, or with
-// -json one JSON object per scenario in the format of the peer harnesses in shared/peers
-// ({"system","version","scenario","jobs","seconds","jobs_per_sec", p50_ms…}).
-//
-//	go run ./cmd/bench                        # throwaway local server, every scenario
-//	go run ./cmd/bench -scenarios work_drain,naive -jobs 100000
-//	DATABASE_URL=postgres://… go run ./cmd/bench -json
-//
-// Without DATABASE_URL (or -database-url) it starts a throwaway PostgreSQL cluster with
-// internal/pglocal, fsync on, and removes it afterwards. Either way it works only in its own
-// schema (-schema, default skiplock_bench), which it drops and re-creates with
-// skiplock.Migrate before each scenario, so scenarios do not disturb each other. Nothing
-// outside that schema is touched, except that Migrate creates skiplock's cluster-wide roles
-// (jobs_producer, jobs_worker, jobs_admin) when they are missing and it may.
-//
-// Jobs are enqueued with driver.Enqueue and driver.EnqueueMany and worked by a
-// driver.Client with -workers slots and every other setting at its default; the handler
-// does nothing but record when it started. The scale scenario re-executes this binary as
-// its worker processes (environment SKIPLOCK_BENCH_WORKER_MODE=1).
-//
-// Scenarios, run in this order whatever order -scenarios names them in:
-//
-//	insert_bulk    N jobs through driver.EnqueueMany (jobs_enqueue_many) in batches of -batch
-//	insert_single  N/10 jobs, one driver.Enqueue transaction each, from -producers goroutines
-//	work_drain     N no-op jobs queued, then the workers start; time to the last completion
-//	latency        idle workers; -latency-jobs jobs enqueued one at a time -latency-interval
-//	               apart; enqueue commit -> handler start
-//	steady         -producers enqueue at full rate while the workers drain, -steady-duration
-//	bloat          work_drain with -bloat-rows finished jobs in the table (ratio to work_drain)
-//	held_xmin      steady while another session holds a REPEATABLE READ snapshot (ratio to steady)
-//	scale          work_drain with 1, 2 and 4 worker processes (this binary re-executed)
-//	naive          the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
-//	               transaction per job from -naive-workers goroutines, on the same server
-//	chaos          opt-in (only when -scenarios names it; throwaway server only): the chaos
-//	               suite of internal/chaos with N jobs, -chaos-workers processes and
-//	               -chaos-kills kills, fast and immediate restarts; see chaos.go
-//
-// The ratios at the end (work_drain to naive, bloat to work_drain, held_xmin to steady,
-// scale) are the numbers to compare across machines: both sides ran in the same run on
-// the same server, so load from elsewhere affects them alike.
 package main
 
 import (
@@ -57,12 +17,6 @@ import (
 
 	"github.com/skiplock/skiplock/internal/chaos"
 )
-
-// allScenarios lists every scenario in the order they run.
-var allScenarios = []string{
-	"insert_bulk", "insert_single", "work_drain", "latency", "steady",
-	"bloat", "held_xmin", "scale", "naive",
-}
 
 // workerModeEnv, when set to 1, turns the binary into a worker process of the scale
 // scenario. It is an environment variable rather than a flag so -help does not show it.
@@ -139,8 +93,7 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.Usage = func() {
-		fmt.Fprintf(errOut, "usage: go run ./cmd/bench [flags]\n\nscenarios: %s (opt-in: %s)\n\nflags:\n",
-			strings.Join(allScenarios, ", "), strings.Join(optInScenarios, ", "))
+		fmt.Fprintf(errOut, "usage: go run ./cmd/bench [flags]\n\nscenarios, in run order:\n%s\nflags:\n", scenarioList("  "))
 		fs.PrintDefaults()
 	}
 	var scenarios, scaleProcs, peers string
@@ -168,8 +121,8 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 		"preload pg_stat_statements on the throwaway server and print each scenario's top statements to stderr")
 	fs.BoolVar(&cfg.explain, "explain", false, "halfway through work_drain, bloat, steady and held_xmin, print the plans (EXPLAIN ANALYZE, BUFFERS via auto_explain) of a jobs_claim + jobs_complete_many, rolled back (needs superuser)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file")
-	fs.StringVar(&peers, "peers", "", "after skiplock, run these peer harnesses on the same throwaway server: river, graphile-worker")
-	fs.StringVar(&cfg.peersDir, "peers-dir", "/work/shared/peers", "directory holding the peer harnesses (river/run.sh, graphile-worker/run.sh)")
+	fs.StringVar(&peers, "peers", "", "after skiplock, run these peer harnesses on the same throwaway server: "+strings.Join(knownPeers, ", "))
+	fs.StringVar(&cfg.peersDir, "peers-dir", "", "directory holding the peer harnesses (river/, graphile-worker/); empty: cmd/bench/peers of the checkout this runs in")
 	fs.BoolVar(&cfg.keepSchema, "keep-schema", false, "leave the schema of the last scenario in place for inspection")
 	fs.StringVar(&cfg.patchSQL, "patch-sql", "",
 		"run this SQL file in the benchmark's schema after each install, e.g. a candidate CREATE OR REPLACE FUNCTION, to measure a change before it becomes a migration")
@@ -291,8 +244,6 @@ func parseInts(name, s string, lo, hi int) ([]int, error) {
 	slices.Sort(out)
 	return out, nil
 }
-
-var knownPeers = []string{"river", "graphile-worker"}
 
 func parsePeers(s string) ([]string, error) {
 	var out []string

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,59 +17,125 @@ import (
 	"time"
 )
 
-// peerScenarios are the scenarios the peer harnesses share with skiplock's.
-var peerScenarios = []string{"insert_bulk", "insert_single", "work_drain", "latency", "steady"}
-
-// peerLine is one JSON line of a peer harness, kept whole for -json.
-type peerLine struct {
-	System, Version string
-	Result          *result
-	Raw             []byte
+// peer is a peer harness: another job queue, measured by a program of skiplock's own
+// under cmd/bench/peers/<name>, on the same server and with the same job count, slots,
+// producers, latency schedule and steady length as skiplock's run. A harness prints one
+// JSON line per scenario in the format of -json. Which scenarios a peer runs is in the
+// scenario table (scenario.peers).
+type peer struct {
+	name string
+	// prepare builds the harness in dir (its folder) or installs its dependencies, and
+	// returns the command that runs it, before the common flags.
+	prepare func(ctx context.Context, dir string) ([]string, error)
+	// tuning are the harness flags that give the peer its best settings.
+	tuning []string
+	// database is the database the harness gets to itself on the throwaway server.
+	database string
 }
 
-// runPeer runs one peer harness (shared/peers/<name>/run.sh) against a database of its
-// own on the throwaway server, with the same job count, worker count and steady length as
-// skiplock's run, and returns its JSON lines. Tuning follows shared/README.md.
-func (r *runner) runPeer(ctx context.Context, name string) ([]peerLine, error) {
-	var scen []string
-	for _, s := range r.cfg.scenarios {
-		if slices.Contains(peerScenarios, s) {
-			scen = append(scen, s)
+// peers are the peer harnesses -peers can name; they run in the order it names them.
+var peers = []peer{
+	{
+		name:    "river",
+		prepare: prepareRiver,
+		// River's own benchmark sets these (riverbench: fetch cooldown 2 ms, fetch poll
+		// interval 20 ms); River's defaults are 100 ms and 1 s.
+		tuning:   []string{"--fetch-cooldown-ms", "2", "--fetch-poll-interval-ms", "20"},
+		database: "river_bench",
+	},
+	{
+		name:    "graphile-worker",
+		prepare: prepareGraphileWorker,
+		// A local queue of 500 jobs per pool, completions batched as soon as possible, and a
+		// pool of 20 connections (graphile-worker warns that it is below its concurrency).
+		tuning:   []string{"--pool-max", "20", "--local-queue-size", "500", "--complete-job-batch-delay-ms", "0"},
+		database: "gw_bench",
+	},
+}
+
+// knownPeers are the names -peers accepts.
+var knownPeers = func() []string {
+	var names []string
+	for _, p := range peers {
+		names = append(names, p.name)
+	}
+	return names
+}()
+
+func peerNamed(name string) *peer {
+	for i := range peers {
+		if peers[i].name == name {
+			return &peers[i]
 		}
 	}
+	return nil
+}
+
+// preparedPeer is a peer harness ready to run: its command, before the flags.
+type preparedPeer struct {
+	*peer
+	command []string
+}
+
+// preparePeers finds the harnesses (in -peers-dir, or in this checkout) and builds or
+// installs each of cfg.peers. A peer that cannot be prepared is reported and left out,
+// as one that fails while running is: the error names what is missing.
+func preparePeers(ctx context.Context, cfg *config) ([]preparedPeer, error) {
+	if len(cfg.peers) == 0 {
+		return nil, nil
+	}
+	dir := cfg.peersDir
+	if dir == "" {
+		var err error
+		if dir, err = findPeersDir(); err != nil {
+			return nil, err
+		}
+	}
+	var out []preparedPeer
+	for _, name := range cfg.peers {
+		p := peerNamed(name)
+		logf("peer %s: preparing the harness in %s", name, filepath.Join(dir, name))
+		command, err := p.prepare(ctx, filepath.Join(dir, name))
+		if err != nil {
+			logf("peer %s: %v", name, err)
+			continue
+		}
+		out = append(out, preparedPeer{p, command})
+	}
+	return out, nil
+}
+
+// runPeer runs one prepared peer harness against a fresh database of its own on the
+// throwaway server and returns its JSON lines.
+func (r *runner) runPeer(ctx context.Context, p preparedPeer) ([]peerLine, error) {
+	scen := peerScenarios(r.cfg.scenarios, p.name)
 	if len(scen) == 0 {
 		return nil, nil
 	}
-	jobs := strconv.Itoa(r.cfg.jobs)
-	workers := strconv.Itoa(r.cfg.workers)
-	steady := r.cfg.steadyDuration
-	var cmd *exec.Cmd
-	switch name {
-	case "river":
-		cmd = exec.CommandContext(ctx, "bash", filepath.Join(r.cfg.peersDir, "river", "run.sh"),
-			r.e.server.URLFor("river_bench"), jobs,
-			"-workers", workers, "-scenarios", strings.Join(scen, ","),
-			"-steady-duration", steady.String(), "-latency-jobs", strconv.Itoa(r.cfg.latencyJobs),
-			"-latency-interval", r.cfg.latencyInterval.String(), "-producers", strconv.Itoa(r.cfg.producers),
-			// River's own benchmark settings (shared/README.md).
-			"-fetch-cooldown", "2ms", "-fetch-poll-interval", "20ms")
-		cmd.Env = append(os.Environ(), "WORKERS="+workers)
-	case "graphile-worker":
-		cmd = exec.CommandContext(ctx, "bash", filepath.Join(r.cfg.peersDir, "graphile-worker", "run.sh"),
-			r.e.server.URLFor("gw_bench"), jobs)
-		cmd.Env = append(os.Environ(),
-			"CONCURRENCY="+workers,
-			"SCENARIOS="+strings.Join(scen, ","),
-			"STEADY_SECONDS="+strconv.FormatFloat(steady.Seconds(), 'f', -1, 64),
-			// The tuning shared/README.md gives for it.
-			"PG_POOL_MAX=20", "GW_LOCAL_QUEUE_SIZE=500", "GW_COMPLETE_BATCH_DELAY=0")
-	default:
-		return nil, fmt.Errorf("unknown peer %q", name)
+	url, err := r.e.freshDatabase(ctx, p.database)
+	if err != nil {
+		return nil, err
 	}
+	msec := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64)
+	}
+	args := append(slices.Clone(p.command[1:]),
+		"--database-url", url,
+		"--scenarios", strings.Join(scen, ","),
+		"--jobs", strconv.Itoa(r.cfg.jobs),
+		"--workers", strconv.Itoa(r.cfg.workers),
+		"--producers", strconv.Itoa(r.cfg.producers),
+		"--latency-jobs", strconv.Itoa(r.cfg.latencyJobs),
+		"--latency-interval-ms", msec(r.cfg.latencyInterval),
+		"--steady-duration-ms", msec(r.cfg.steadyDuration),
+		"--warmup-ms", msec(r.cfg.warmup),
+		"--timeout-ms", msec(r.cfg.timeout))
+	args = append(args, p.tuning...)
+	cmd := exec.CommandContext(ctx, p.command[0], args...)
 	cmd.Stderr = os.Stderr
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	logf("peer %s: running %s", name, strings.Join(cmd.Args, " "))
+	logf("peer %s: running %s", p.name, strings.Join(cmd.Args, " "))
 	began := time.Now()
 	runErr := cmd.Run()
 	lines, err := parsePeerOutput(stdout.Bytes())
@@ -75,9 +143,95 @@ func (r *runner) runPeer(ctx context.Context, name string) ([]peerLine, error) {
 		return lines, err
 	}
 	if runErr != nil {
-		return lines, fmt.Errorf("peer %s failed after %s: %w", name, time.Since(began).Round(time.Second), runErr)
+		return lines, fmt.Errorf("peer %s failed after %s: %w", p.name, time.Since(began).Round(time.Second), runErr)
 	}
 	return lines, nil
+}
+
+// prepareRiver builds the River harness, a Go module of its own (so skiplock's go.mod
+// never requires River), into the user's cache directory.
+func prepareRiver(ctx context.Context, dir string) ([]string, error) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return nil, fmt.Errorf("the river harness is built with the go command, which is not on PATH: %w", err)
+	}
+	// One binary per checkout, so that two checkouts' runs do not overwrite each other's.
+	h := fnv.New32a()
+	h.Write([]byte(dir))
+	bin := filepath.Join(cacheDir(), fmt.Sprintf("river-harness-%08x", h.Sum32()))
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-buildvcs=false", "-o", bin, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off") // the harness's own go.mod, whatever workspace is around
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("failed to build the river harness in %s: %w", dir, err)
+	}
+	return []string{bin}, nil
+}
+
+// prepareGraphileWorker installs the graphile-worker harness's npm dependencies, pinned
+// by its package-lock.json, into its node_modules when they are missing or older than the
+// lock file.
+func prepareGraphileWorker(ctx context.Context, dir string) ([]string, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("the graphile-worker harness needs Node.js 20 or later (node and npm on PATH): %w", err)
+	}
+	// graphile-worker 0.18 declares engines node >= 22.18, but runs on Node 20 too (all
+	// five scenarios, Node 20.20); the harness needs Node 20 for util.parseArgs and ES2022.
+	out, err := exec.CommandContext(ctx, node, "-p", "process.versions.node").Output()
+	if err != nil {
+		return nil, fmt.Errorf("failed to run %s: %w", node, err)
+	}
+	version := strings.TrimSpace(string(out))
+	if major, _, _ := strings.Cut(version, "."); atoi(major) < 20 {
+		return nil, fmt.Errorf("the graphile-worker harness needs Node.js 20 or later, found %s at %s", version, node)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return nil, fmt.Errorf("the graphile-worker harness needs npm on PATH to install its dependencies: %w", err)
+	}
+	if stale(filepath.Join(dir, "node_modules", ".package-lock.json"), filepath.Join(dir, "package-lock.json")) {
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = dir
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("npm ci in %s failed: %w", dir, err)
+		}
+	}
+	return []string{node, filepath.Join(dir, "bench.mjs")}, nil
+}
+
+// atoi is s as a number, or 0.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// stale reports whether target is missing or older than source.
+func stale(target, source string) bool {
+	t, err := os.Stat(target)
+	if err != nil {
+		return true
+	}
+	s, err := os.Stat(source)
+	return err == nil && s.ModTime().After(t.ModTime())
+}
+
+// cacheDir is where built harnesses go: the user's cache directory, else the temporary one.
+func cacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "skiplock-bench")
+}
+
+// peerLine is one JSON line of a peer harness, kept whole for -json.
+type peerLine struct {
+	System, Version string
+	Result          *result
+	Raw             []byte
 }
 
 // parsePeerOutput reads the JSON lines of a peer harness; other lines are ignored.
@@ -116,25 +270,21 @@ func parsePeerLine(b []byte) (peerLine, error) {
 	if v, ok := num("seconds"); ok {
 		res.Seconds = v
 	}
-	toDur := func(msv float64) time.Duration { return time.Duration(msv * float64(time.Millisecond)) }
-	if p50, ok := num("p50_ms"); ok {
+	toDur := func(msv float64) time.Duration { return time.Duration(math.Round(msv * float64(time.Millisecond))) }
+	// Enqueue -> start latency (p50_ms…) where measured, else the insert call's (insert_p50_ms…).
+	for _, prefix := range []string{"", "insert_"} {
+		p50, ok := num(prefix + "p50_ms")
+		if !ok {
+			continue
+		}
 		l := latencyStats{P50: toDur(p50)}
-		if v, ok := num("p95_ms"); ok {
-			l.P95 = toDur(v)
-		}
-		if v, ok := num("p99_ms"); ok {
-			l.P99 = toDur(v)
-		}
-		if v, ok := num("max_ms"); ok {
-			l.Max = toDur(v)
+		for key, d := range map[string]*time.Duration{"p95_ms": &l.P95, "p99_ms": &l.P99, "max_ms": &l.Max} {
+			if v, ok := num(prefix + key); ok {
+				*d = toDur(v)
+			}
 		}
 		res.Latency = &l
-	} else if p50, ok := num("insert_p50_ms"); ok {
-		l := latencyStats{P50: toDur(p50)}
-		if v, ok := num("insert_p99_ms"); ok {
-			l.P99 = toDur(v)
-		}
-		res.Latency = &l
+		break
 	}
 	return peerLine{System: str("system"), Version: str("version"), Result: res, Raw: append([]byte(nil), b...)}, nil
 }
@@ -148,7 +298,7 @@ func peerRatios(ours map[string]*result, peer []peerLine) []ratioLine {
 		if !ok {
 			continue
 		}
-		if pl.Result.Scenario == "latency" {
+		if sc := scenarioNamed(pl.Result.Scenario); sc != nil && sc.peersByLatency {
 			if s.Latency != nil && pl.Result.Latency != nil && s.Latency.P50 > 0 {
 				out = append(out, ratioLine{
 					Name:  fmt.Sprintf("latency p50, %s / skiplock", pl.System),

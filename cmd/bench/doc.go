@@ -1,0 +1,55 @@
+// Command bench measures skiplock on a real PostgreSQL server and prints a table, or with
+// -json one JSON object per scenario ({"system","version","scenario","jobs","seconds",
+// "jobs_per_sec", p50_ms…}), the format the peer harnesses in cmd/bench/peers print too.
+//
+//	go run ./cmd/bench                        # throwaway local server, every scenario
+//	go run ./cmd/bench -scenarios work_drain,naive -jobs 100000
+//	go run ./cmd/bench -peers river,graphile-worker
+//	DATABASE_URL=postgres://… go run ./cmd/bench -json
+//
+// Without DATABASE_URL (or -database-url) it starts a throwaway PostgreSQL cluster with
+// internal/pglocal, fsync on, and removes it afterwards. Either way it works only in its own
+// schema (-schema, default skiplock_bench), which it drops and re-creates with
+// skiplock.Migrate before each scenario, so scenarios do not disturb each other. Nothing
+// outside that schema is touched, except that Migrate creates skiplock's cluster-wide roles
+// (jobs_producer, jobs_worker, jobs_admin) when they are missing and it may.
+//
+// Jobs are enqueued with driver.Enqueue and driver.EnqueueMany and worked by a
+// driver.Client with -workers slots and every other setting at its default; the handler
+// does nothing but record when it started. The scale scenario re-executes this binary as
+// its worker processes (environment SKIPLOCK_BENCH_WORKER_MODE=1).
+//
+// Scenarios, run in this order whatever order -scenarios names them in (the table in
+// scenario.go; a test keeps this list equal to it):
+//
+//	insert_bulk    N jobs through driver.EnqueueMany (jobs_enqueue_many) in batches of -batch
+//	insert_single  N/10 jobs, one driver.Enqueue transaction each, from -producers goroutines
+//	work_drain     N no-op jobs queued, then the workers start; time to the last completion
+//	latency        idle workers; -latency-jobs jobs enqueued one at a time -latency-interval
+//	               apart; enqueue commit -> handler start
+//	steady         -producers enqueue at full rate while the workers drain, -steady-duration
+//	bloat          work_drain with -bloat-rows finished jobs in the table (ratio to work_drain)
+//	held_xmin      steady while another session holds a REPEATABLE READ snapshot (ratio to steady)
+//	scale          work_drain with 1, 2 and 4 worker processes (this binary re-executed)
+//	naive          the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
+//	               transaction per job from -naive-workers goroutines, on the same server
+//	chaos          opt-in (only when -scenarios names it; throwaway server only): the chaos
+//	               suite of internal/chaos with N jobs, -chaos-workers processes and
+//	               -chaos-kills kills, fast and immediate restarts; see chaos.go
+//
+// The ratios at the end (work_drain to naive, bloat to work_drain, held_xmin to steady,
+// scale) are the numbers to compare across machines: both sides ran in the same run on
+// the same server, so load from elsewhere affects them alike.
+//
+// # Peers
+//
+// -peers river,graphile-worker runs skiplock's own harnesses of River and graphile-worker
+// after skiplock's scenarios, one at a time, each in a fresh database of the same throwaway
+// server, with the same -jobs, -workers, -producers, latency schedule and steady length, on
+// the scenarios the table gives them. cmd/bench/peers/river is a Go module of its own (so
+// skiplock's go.mod never requires River), built with the go command into the user's cache
+// directory; cmd/bench/peers/graphile-worker is an npm package whose pinned dependencies
+// npm ci installs into its node_modules (it needs node and npm on PATH). The harnesses are
+// found in the checkout the bench runs in (above the working directory, else above its
+// source), or in -peers-dir.
+package main

@@ -1,0 +1,259 @@
+// Command river is cmd/bench's harness for River (github.com/riverqueue/river): it runs the
+// scenarios skiplock's benchmark shares with its peers against River on a database of its
+// own and prints one JSON line per scenario in the format of `cmd/bench -json`:
+//
+//	{"system":"river","version":"v0.51.2","scenario":"work_drain","jobs":50000,"seconds":…,"jobs_per_sec":…,…}
+//
+// Logs go to stderr. cmd/bench -peers river builds and runs it with the same job count,
+// slots, producers, latency schedule and steady length as skiplock's run, and with the
+// fetch settings of River's own benchmark (--fetch-cooldown-ms 2 --fetch-poll-interval-ms
+// 20); every other River setting is its default. By hand:
+//
+//	go run . --database-url postgres://localhost/river_bench --jobs 2000
+//
+// It is a Go module of its own so that skiplock's go.mod never requires River. The
+// database must exist; River's migrations are applied to it, and its tables are truncated
+// before each scenario.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// scenarioOrder is every scenario the harness knows, in the order it runs them.
+var scenarioOrder = []string{"insert_bulk", "insert_single", "work_drain", "latency", "steady"}
+
+// config is the command line. The flags that cmd/bench passes carry the names of its own.
+type config struct {
+	databaseURL       string
+	scenarios         []string
+	jobs              int
+	workers           int
+	pool              int
+	batch             int
+	producers         int
+	latencyJobs       int
+	latencyInterval   time.Duration
+	steadyDuration    time.Duration
+	warmup            time.Duration
+	timeout           time.Duration
+	fetchCooldown     time.Duration // 0: River's default
+	fetchPollInterval time.Duration // 0: River's default
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "river harness:", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "river harness:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, errOut io.Writer) (*config, error) {
+	cfg := &config{}
+	fs := flag.NewFlagSet("river", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	ms := func(name string, d *time.Duration, def float64, usage string) {
+		fs.Func(name, fmt.Sprintf("%s, in milliseconds (default %g)", usage, def), func(s string) error {
+			var v float64
+			if _, err := fmt.Sscan(s, &v); err != nil || v < 0 {
+				return fmt.Errorf("not a non-negative number of milliseconds: %q", s)
+			}
+			*d = time.Duration(v * float64(time.Millisecond))
+			return nil
+		})
+		*d = time.Duration(def * float64(time.Millisecond))
+	}
+	var scenarios string
+	fs.StringVar(&cfg.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL of an existing database (default $DATABASE_URL)")
+	fs.StringVar(&scenarios, "scenarios", strings.Join(scenarioOrder, ","), "comma-separated scenarios to run")
+	fs.IntVar(&cfg.jobs, "jobs", 50000, "N: jobs for insert_bulk and work_drain (insert_single uses N/10)")
+	fs.IntVar(&cfg.workers, "workers", 100, "MaxWorkers of the default queue")
+	fs.IntVar(&cfg.pool, "pool", 20, "maximum connections of the pgx pool")
+	fs.IntVar(&cfg.batch, "batch", 1000, "jobs per InsertManyFast call")
+	fs.IntVar(&cfg.producers, "producers", 8, "inserting goroutines in insert_single and steady")
+	fs.IntVar(&cfg.latencyJobs, "latency-jobs", 500, "jobs inserted in the latency scenario")
+	ms("latency-interval-ms", &cfg.latencyInterval, 10, "time between two inserts of the latency scenario")
+	ms("steady-duration-ms", &cfg.steadyDuration, 15000, "length of steady")
+	ms("warmup-ms", &cfg.warmup, 1000, "idle time between starting the client and inserting in latency and steady")
+	ms("timeout-ms", &cfg.timeout, 600000, "give up on a scenario after this long")
+	ms("fetch-cooldown-ms", &cfg.fetchCooldown, 0, "River FetchCooldown; 0: River's default (100 ms)")
+	ms("fetch-poll-interval-ms", &cfg.fetchPollInterval, 0, "River FetchPollInterval; 0: River's default (1 s)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for _, s := range strings.Split(scenarios, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(scenarioOrder, s) {
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(scenarioOrder, ", "))
+		}
+		if !slices.Contains(cfg.scenarios, s) {
+			cfg.scenarios = append(cfg.scenarios, s)
+		}
+	}
+	switch {
+	case cfg.databaseURL == "":
+		return nil, errors.New("--database-url (or DATABASE_URL) is required")
+	case cfg.jobs < 10:
+		return nil, fmt.Errorf("--jobs must be at least 10, got %d", cfg.jobs)
+	case cfg.workers < 1 || cfg.pool < 4 || cfg.batch < 1 || cfg.producers < 1 || cfg.latencyJobs < 1:
+		return nil, errors.New("--workers, --batch, --producers and --latency-jobs must be at least 1, --pool at least 4")
+	case cfg.steadyDuration <= 0 || cfg.timeout <= 0:
+		return nil, errors.New("--steady-duration-ms and --timeout-ms must be positive")
+	}
+	return cfg, nil
+}
+
+// harness is one run: the pool, River's settings and the worker every client shares.
+type harness struct {
+	cfg     *config
+	pool    *pgxpool.Pool
+	logger  *slog.Logger
+	worker  *noopWorker
+	version string
+}
+
+func run(ctx context.Context, cfg *config, out io.Writer) error {
+	pc, err := pgxpool.ParseConfig(cfg.databaseURL)
+	if err != nil {
+		return fmt.Errorf("failed to parse the database URL: %w", err)
+	}
+	pc.MaxConns = int32(cfg.pool)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return fmt.Errorf("failed to open a pool: %w", err)
+	}
+	defer pool.Close()
+	h := &harness{
+		cfg:  cfg,
+		pool: pool,
+		// River's default logger writes to stdout, which carries the JSON lines.
+		logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		worker:  &noopWorker{},
+		version: riverVersion(),
+	}
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return fmt.Errorf("failed to make River's migrator: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("failed to apply River's migrations: %w", err)
+	}
+	scenarios := map[string]func(context.Context) (*result, error){
+		"insert_bulk":   h.insertBulk,
+		"insert_single": h.insertSingle,
+		"work_drain":    h.workDrain,
+		"latency":       h.latency,
+		"steady":        h.steady,
+	}
+	for _, name := range scenarioOrder {
+		if !slices.Contains(cfg.scenarios, name) {
+			continue
+		}
+		if err := h.truncate(ctx); err != nil {
+			return err
+		}
+		logf("scenario %s: start", name)
+		res, err := scenarios[name](ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		res.scenario = name
+		line, err := res.jsonLine(h.version, h.commonFields())
+		if err != nil {
+			return err
+		}
+		if _, err := out.Write(line); err != nil {
+			return err
+		}
+		logf("scenario %s: %.0f jobs/s", name, res.jobsPerSec())
+	}
+	return h.truncate(ctx)
+}
+
+// truncate empties River's tables but river_migration, whichever its migrations created,
+// so no scenario inherits another's rows.
+func (h *harness) truncate(ctx context.Context) error {
+	_, err := h.pool.Exec(ctx, `
+		DO $$
+		BEGIN
+			EXECUTE (
+				SELECT 'TRUNCATE ' || string_agg(format('%I', tablename), ', ') || ' RESTART IDENTITY CASCADE'
+				FROM pg_tables
+				WHERE schemaname = current_schema() AND tablename LIKE 'river\_%' AND tablename <> 'river_migration');
+		END $$`)
+	if err != nil {
+		return fmt.Errorf("failed to truncate River's tables: %w", err)
+	}
+	return nil
+}
+
+// commonFields go on every line: the settings the numbers depend on.
+func (h *harness) commonFields() []field {
+	fc, fp := h.cfg.fetchCooldown, h.cfg.fetchPollInterval
+	if fc == 0 {
+		fc = river.FetchCooldownDefault
+	}
+	if fp == 0 {
+		fp = river.FetchPollIntervalDefault
+	}
+	return []field{
+		{"workers", h.cfg.workers},
+		{"pool_max_conns", h.cfg.pool},
+		{"settings", map[string]any{
+			"fetch_cooldown_ms":      ms(fc),
+			"fetch_poll_interval_ms": ms(fp),
+			"go":                     runtime.Version(),
+			"gomaxprocs":             runtime.GOMAXPROCS(0),
+		}},
+	}
+}
+
+// riverVersion is the version of River this binary was built with.
+func riverVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/riverqueue/river" {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[river %s] %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParseFlags parses a command line as cmd/bench -peers river passes it.
+func TestParseFlags(t *testing.T) {
+	t.Parallel()
+	args := strings.Fields("--database-url postgres://localhost/river_bench --scenarios steady,insert_bulk,steady " +
+		"--jobs 2000 --workers 100 --producers 8 --latency-jobs 500 --latency-interval-ms 10 " +
+		"--steady-duration-ms 1500.5 --warmup-ms 1000 --timeout-ms 600000 --fetch-cooldown-ms 2 --fetch-poll-interval-ms 20")
+	cfg, err := parseFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.scenarios, []string{"steady", "insert_bulk"}) {
+		t.Errorf("scenarios = %v", cfg.scenarios)
+	}
+	if cfg.steadyDuration != 1500500*time.Microsecond || cfg.fetchCooldown != 2*time.Millisecond ||
+		cfg.fetchPollInterval != 20*time.Millisecond || cfg.batch != 1000 || cfg.pool != 20 {
+		t.Errorf("config %+v", cfg)
+	}
+
+	for _, bad := range [][]string{
+		{"--database-url", "x", "--scenarios", "bloat"},
+		{"--database-url", "x", "--latency-interval-ms", "-1"},
+		{"--database-url", "x", "--jobs", "5"},
+		{"--database-url", "", "--jobs", "100"},
+	} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+}
+
+func TestJSONLine(t *testing.T) {
+	t.Parallel()
+	r := &result{scenario: "insert_single", jobs: 4, seconds: 2, latencyPrefix: "insert_",
+		latency: []time.Duration{4 * time.Millisecond, time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}}
+	r.add("timing", "a -> b")
+	line, err := r.jsonLine("v0.51.2", []field{{"workers", 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"system":"river","version":"v0.51.2","scenario":"insert_single","jobs":4,"seconds":2,"jobs_per_sec":2,` +
+		`"insert_p50_ms":2,"insert_p95_ms":4,"insert_p99_ms":4,"insert_max_ms":4,"insert_min_ms":1,"insert_mean_ms":2.5,` +
+		`"insert_latency_samples":4,"timing":"a -> b","workers":100}` + "\n"
+	if string(line) != want {
+		t.Errorf("got  %s\nwant %s", line, want)
+	}
+}

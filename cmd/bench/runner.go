@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// runner runs the scenarios against one env.
+type runner struct {
+	e   *env
+	cfg *config
+}
+
+func (r *runner) workerName() string { return "bench-" + strconv.Itoa(os.Getpid()) }
+
+// payload is a job's payload: its sequence number and the wall-clock time (Unix ns) the
+// enqueue call began.
+func payload(seq int64, at time.Time) []byte {
+	return fmt.Appendf(nil, `{"seq":%d,"enqueued_at":%d}`, seq, at.UnixNano())
+}
+
+// bulkLoad enqueues n jobs through jobs_enqueue_many in batches of cfg.batch.
+func (r *runner) bulkLoad(ctx context.Context, pool *pgxpool.Pool, n int, prog *progress) error {
+	now := time.Now()
+	for off := 0; off < n; off += r.cfg.batch {
+		size := min(r.cfg.batch, n-off)
+		payloads := make([][]byte, size)
+		for i := range payloads {
+			payloads[i] = payload(int64(off+i), now)
+		}
+		if err := enqueueMany(ctx, pool, payloads); err != nil {
+			return err
+		}
+		if prog != nil {
+			prog.Add(int64(size))
+		}
+	}
+	return nil
+}
+
+// countJobs returns the number of jobs in each state class.
+func countJobs(ctx context.Context, pool *pgxpool.Pool) (total, done, pending int64, err error) {
+	err = pool.QueryRow(ctx, `
+		SELECT count(*),
+		       count(*) FILTER (WHERE state = 'done'),
+		       count(*) FILTER (WHERE state IN ('queued', 'running'))
+		FROM jobs`).Scan(&total, &done, &pending)
+	if err != nil {
+		err = fmt.Errorf("failed to count jobs: %w", err)
+	}
+	return total, done, pending, err
+}
+
+// waitCompleted returns once completed() reaches n: the workers count the completions the
+// database confirmed, so no polling query competes with them for the server.
+func waitCompleted(ctx context.Context, completed func() int64, n int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for completed() < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s with %d of %d jobs completed", timeout, completed(), n)
+		}
+		if err := sleepCtx(ctx, 500*time.Microsecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// warmPool opens n connections so that connection setup is not timed.
+func warmPool(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("failed to open a connection: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	return nil
+}

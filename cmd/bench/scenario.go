@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// scenario is one row of the benchmark's scenario table. Everything else about a scenario
+// derives from its row: the names -scenarios accepts and the order they run in, the list in
+// -h and in the package documentation (a test checks doc.go and docs/performance.md against
+// the table), the result lines and their ratio fields, the ratios section of the table, and
+// which peer harnesses run it too.
+type scenario struct {
+	name string
+	// optIn scenarios run only when -scenarios names them: never by default nor with "all".
+	optIn bool
+	// doc says what the scenario times, for -h and doc.go; "\n" starts a continuation line.
+	doc string
+	// steps names the result lines of one run of the scenario; nil means one line named
+	// after the scenario.
+	steps func(cfg *config) []string
+	// run measures step i of steps (0 for a scenario of one step).
+	run func(ctx context.Context, r *runner, step int) (*result, error)
+	// ratio compares each step with a baseline measured earlier in the same run; nil: none.
+	ratio *ratio
+	// peers lists the peer harnesses that run the scenario too (see peers.go).
+	peers []string
+	// peersByLatency compares the peers on p50 latency instead of jobs/s, because the
+	// scenario's schedule fixes its jobs/s.
+	peersByLatency bool
+}
+
+// ratio is a ratio of jobs/s measured side by side in one run: a step over its baseline,
+// or with inverse the baseline over the step (so that above 1 always favours the newer
+// design). It goes on the JSON line of the step (key) and in the table's notes and ratios
+// section.
+type ratio struct {
+	baseline string // the step compared with; it runs earlier
+	inverse  bool
+	key      string // JSON field on the step's line
+	note     string // the table note, formatting the value
+	means    string // how to read it, in the ratios section
+	// label names the ratio in the ratios section; nil: "numerator / denominator".
+	label func(step string) string
+}
+
+// bothPeers is the peers list of the scenarios every peer harness runs.
+var bothPeers = []string{"river", "graphile-worker"}
+
+// scenarios is the scenario table, in run order.
+var scenarios = []scenario{
+	{
+		name:  "insert_bulk",
+		doc:   "N jobs through driver.EnqueueMany (jobs_enqueue_many) in batches of -batch",
+		run:   func(ctx context.Context, r *runner, _ int) (*result, error) { return r.insertBulk(ctx) },
+		peers: bothPeers,
+	},
+	{
+		name:  "insert_single",
+		doc:   "N/10 jobs, one driver.Enqueue transaction each, from -producers goroutines",
+		run:   func(ctx context.Context, r *runner, _ int) (*result, error) { return r.insertSingle(ctx) },
+		peers: bothPeers,
+	},
+	{
+		name:  "work_drain",
+		doc:   "N no-op jobs queued, then the workers start; time to the last completion",
+		run:   func(ctx context.Context, r *runner, _ int) (*result, error) { return r.workDrain(ctx, "work_drain", 0) },
+		peers: bothPeers,
+	},
+	{
+		name: "latency",
+		doc: "idle workers; -latency-jobs jobs enqueued one at a time -latency-interval\n" +
+			"apart; enqueue commit -> handler start",
+		run:            func(ctx context.Context, r *runner, _ int) (*result, error) { return r.latency(ctx) },
+		peers:          bothPeers,
+		peersByLatency: true,
+	},
+	{
+		name:  "steady",
+		doc:   "-producers enqueue at full rate while the workers drain, -steady-duration",
+		run:   func(ctx context.Context, r *runner, _ int) (*result, error) { return r.steady(ctx, "steady", false) },
+		peers: bothPeers,
+	},
+	{
+		name: "bloat",
+		doc:  "work_drain with -bloat-rows finished jobs in the table (ratio to work_drain)",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
+			return r.workDrain(ctx, "bloat", r.cfg.bloatRows)
+		},
+		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
+			means: "drain with -bloat-rows finished jobs in the table vs a clean table (1.00: no cost)"},
+	},
+	{
+		name: "held_xmin",
+		doc:  "steady while another session holds a REPEATABLE READ snapshot (ratio to steady)",
+		run:  func(ctx context.Context, r *runner, _ int) (*result, error) { return r.steady(ctx, "held_xmin", true) },
+		ratio: &ratio{baseline: "steady", key: "ratio_to_steady", note: "%.2fx steady",
+			means: "steady with a snapshot held open vs without (1.00: no cost)"},
+	},
+	{
+		name: "scale",
+		doc:  "work_drain with 1, 2 and 4 worker processes (this binary re-executed)",
+		steps: func(cfg *config) []string {
+			var steps []string
+			for _, p := range cfg.scaleProcs {
+				steps = append(steps, fmt.Sprintf("scale_%dp", p))
+			}
+			return steps
+		},
+		run: func(ctx context.Context, r *runner, step int) (*result, error) {
+			return r.scale(ctx, r.cfg.scaleProcs[step])
+		},
+		ratio: &ratio{baseline: "scale_1p", key: "ratio_to_1p", note: "%.2fx scale_1p",
+			means: "drain with more worker processes",
+			label: func(step string) string { return "scale " + strings.TrimPrefix(step, "scale_") + " / 1p" }},
+	},
+	{
+		name: "naive",
+		doc: "the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE\n" +
+			"transaction per job from -naive-workers goroutines, on the same server",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) { return r.naive(ctx) },
+		ratio: &ratio{baseline: "work_drain", inverse: true, key: "skiplock_work_drain_ratio",
+			note: "skiplock work_drain is %.2fx this", means: "skiplock vs the seed design (one job per transaction)"},
+	},
+	{
+		name:  "chaos",
+		optIn: true,
+		doc: "opt-in (only when -scenarios names it; throwaway server only): the chaos\n" +
+			"suite of internal/chaos with N jobs, -chaos-workers processes and\n" +
+			"-chaos-kills kills, fast and immediate restarts; see chaos.go",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) { return r.chaos(ctx) },
+	},
+}
+
+// allScenarios lists the scenarios a run without -scenarios runs, in run order: every
+// scenario but the opt-in ones.
+var allScenarios = scenarioNames(func(s *scenario) bool { return !s.optIn })
+
+// scenarioOrder is every scenario -scenarios accepts, in run order.
+func scenarioOrder() []string { return scenarioNames(func(*scenario) bool { return true }) }
+
+func scenarioNames(keep func(*scenario) bool) []string {
+	var names []string
+	for i := range scenarios {
+		if keep(&scenarios[i]) {
+			names = append(names, scenarios[i].name)
+		}
+	}
+	return names
+}
+
+// scenarioNamed returns the table row of name, or nil.
+func scenarioNamed(name string) *scenario {
+	for i := range scenarios {
+		if scenarios[i].name == name {
+			return &scenarios[i]
+		}
+	}
+	return nil
+}
+
+// stepsOf returns the result lines one run of s produces.
+func (s *scenario) stepsOf(cfg *config) []string {
+	if s.steps == nil {
+		return []string{s.name}
+	}
+	return s.steps(cfg)
+}
+
+// scenarioList renders the table for -h and the package documentation: one scenario per
+// line, its doc after the name, continuation lines aligned under the doc, each line
+// starting with indent.
+func scenarioList(indent string) string {
+	width := 0
+	for _, s := range scenarios {
+		width = max(width, len(s.name))
+	}
+	var b strings.Builder
+	for _, s := range scenarios {
+		for i, line := range strings.Split(s.doc, "\n") {
+			name := ""
+			if i == 0 {
+				name = s.name
+			}
+			fmt.Fprintf(&b, "%s%-*s  %s\n", indent, width, name, line)
+		}
+	}
+	return b.String()
+}
+
+// peerScenarios returns the scenarios of names that peer runs too, in run order.
+func peerScenarios(names []string, peer string) []string {
+	var out []string
+	for _, name := range names {
+		if s := scenarioNamed(name); s != nil && slices.Contains(s.peers, peer) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// ratioOf returns the ratio of step (one of s's steps) to its baseline in byName, the
+// results so far; ok is false when there is none: no ratio in the table, the step is its
+// own baseline, the baseline did not run, or its jobs/s is zero (Inf or NaN, which JSON
+// cannot encode).
+func (s *scenario) ratioOf(step string, res *result, byName map[string]*result) (v float64, ok bool) {
+	rt := s.ratio
+	if rt == nil || step == rt.baseline {
+		return 0, false
+	}
+	b, found := byName[rt.baseline]
+	if !found {
+		return 0, false
+	}
+	num, den := res, b
+	if rt.inverse {
+		num, den = b, res
+	}
+	if den.jobsPerSec() <= 0 {
+		return 0, false
+	}
+	return num.jobsPerSec() / den.jobsPerSec(), true
+}
+
+// addRatioFields puts the ratio of s's step res, if any, on its JSON line and in its notes.
+func addRatioFields(s *scenario, res *result, byName map[string]*result) {
+	v, ok := s.ratioOf(res.Scenario, res, byName)
+	if !ok {
+		return
+	}
+	v = round(v, 3)
+	res.add(s.ratio.key, v)
+	res.note(s.ratio.note, v)
+}
+
+// ratioLines lists the ratios of this run for the table, in the run order of their
+// numerators. results are the steps in the order they ran.
+func ratioLines(cfg *config, results []*result) []ratioLine {
+	type ordered struct {
+		pos  int // run position of the numerator
+		line ratioLine
+	}
+	byName := map[string]*result{}
+	pos := map[string]int{}
+	for i, res := range results {
+		byName[res.Scenario] = res
+		pos[res.Scenario] = i
+	}
+	var lines []ordered
+	for _, s := range scenarios {
+		if s.ratio == nil {
+			continue
+		}
+		for _, step := range s.stepsOf(cfg) {
+			res, ran := byName[step]
+			if !ran {
+				continue
+			}
+			v, ok := s.ratioOf(step, res, byName)
+			if !ok {
+				continue
+			}
+			num, den := step, s.ratio.baseline
+			if s.ratio.inverse {
+				num, den = den, num
+			}
+			label := num + " / " + den
+			if s.ratio.label != nil {
+				label = s.ratio.label(step)
+			}
+			lines = append(lines, ordered{pos[num], ratioLine{label, v, s.ratio.means}})
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b ordered) int { return a.pos - b.pos })
+	out := make([]ratioLine, len(lines))
+	for i, l := range lines {
+		out[i] = l.line
+	}
+	return out
+}
