@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/skiplock/skiplock"
+	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
 // releasedCommit is the last commit whose migrations 004 and 005 reinstalled every function
@@ -47,7 +48,7 @@ func TestRewrittenMigrationsKeepTheirEffect(t *testing.T) {
 		b := setup(t)
 		for v := int32(1); v <= int32(len(releasedDigests)); v++ {
 			migrate(t, b.conn, &skiplock.MigrateOpts{Schema: schema, TargetVersion: v})
-			if v == 3 && !queryOne[bool](t, b.conn, "SELECT count(*) = 3 FROM pg_roles WHERE rolname IN ('jobs_producer', 'jobs_worker', 'jobs_admin')") {
+			if v == 3 && !pgtest.QueryOne[bool](t, b.conn, "SELECT count(*) = 3 FROM pg_roles WHERE rolname IN ('jobs_producer', 'jobs_worker', 'jobs_admin')") {
 				t.Skip("the jobs_* roles do not exist (the test database's user lacks CREATEROLE): the pinned digests include their grants")
 			}
 			digest := schemaDigest(t, b.conn, schema)
@@ -90,10 +91,10 @@ func TestRewrittenMigrationsKeepTheirEffect(t *testing.T) {
 		// The same job, claimed before the upgrade, is held and completable after it in both.
 		for _, b := range []*testBundle{old, current} {
 			q := func(fn string) string { return pgx.Identifier{schema, fn}.Sanitize() }
-			id := queryOne[int64](t, b.conn, "SELECT "+q("jobs_enqueue")+"('k')")
-			queryOne[int64](t, b.conn, "SELECT id FROM "+q("jobs_claim")+"('w')")
-			if !queryOne[bool](t, b.conn, "SELECT extended FROM "+q("jobs_heartbeat_many")+"(ARRAY[$1::bigint], ARRAY[1])", id) ||
-				!queryOne[bool](t, b.conn, "SELECT "+q("jobs_complete")+"($1, 1)", id) {
+			id := pgtest.QueryOne[int64](t, b.conn, "SELECT "+q("jobs_enqueue")+"('k')")
+			pgtest.QueryOne[int64](t, b.conn, "SELECT id FROM "+q("jobs_claim")+"('w')")
+			if !pgtest.QueryOne[bool](t, b.conn, "SELECT extended FROM "+q("jobs_heartbeat_many")+"(ARRAY[$1::bigint], ARRAY[1])", id) ||
+				!pgtest.QueryOne[bool](t, b.conn, "SELECT "+q("jobs_complete")+"($1, 1)", id) {
 				t.Fatal("a job claimed at version 5 could not be heartbeated and completed")
 			}
 		}

@@ -3,13 +3,12 @@ package skiplock_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	ternmigrate "github.com/jackc/tern/v2/migrate"
 
 	"github.com/skiplock/skiplock"
+	"github.com/skiplock/skiplock/internal/pglocal"
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
@@ -48,22 +48,6 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{url: url, conn: pgtest.NewConn(t, url)}
 }
 
-func queryOne[T any](t *testing.T, conn *pgx.Conn, sql string, args ...any) T {
-	t.Helper()
-	var v T
-	if err := conn.QueryRow(t.Context(), sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return v
-}
-
-func mustExec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
-	t.Helper()
-	if _, err := conn.Exec(t.Context(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
 func migrate(t *testing.T, conn *pgx.Conn, opts *skiplock.MigrateOpts) {
 	t.Helper()
 	if err := skiplock.Migrate(t.Context(), conn, opts); err != nil {
@@ -92,7 +76,7 @@ func schemaDigest(t *testing.T, conn *pgx.Conn, schema string) string {
 			             || ':' || a.privilege_type || CASE WHEN a.is_grantable THEN '*' ELSE '' END AS e
 			      FROM aclexplode(coalesce(%[1]s, acldefault('%[2]s', %[3]s))) AS a) AS acl)`, items, kind, owner)
 	}
-	return queryOne[string](t, conn, `
+	return pgtest.QueryOne[string](t, conn, `
 		WITH target AS (
 		    SELECT n.oid, quote_ident(n.nspname) AS quoted, n.nspowner, n.nspacl
 		    FROM pg_namespace n WHERE n.nspname = $1
@@ -130,16 +114,16 @@ func schemaDigest(t *testing.T, conn *pgx.Conn, schema string) string {
 // skiplockObjects counts the relations and functions named jobs* or _jobs* in schema.
 func skiplockObjects(t *testing.T, conn *pgx.Conn, schema string) (relations, functions int64) {
 	t.Helper()
-	relations = queryOne[int64](t, conn, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	relations = pgtest.QueryOne[int64](t, conn, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND c.relname LIKE 'jobs%'`, schema)
-	functions = queryOne[int64](t, conn, `SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	functions = pgtest.QueryOne[int64](t, conn, `SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 		WHERE n.nspname = $1 AND (p.proname LIKE 'jobs%' OR p.proname LIKE '\_jobs%')`, schema)
 	return relations, functions
 }
 
 func installedVersion(t *testing.T, conn *pgx.Conn, schema string) int32 {
 	t.Helper()
-	return queryOne[int32](t, conn, "SELECT version FROM "+pgx.Identifier{schema, skiplock.VersionTable}.Sanitize())
+	return pgtest.QueryOne[int32](t, conn, "SELECT version FROM "+pgx.Identifier{schema, skiplock.VersionTable}.Sanitize())
 }
 
 // connectWithSearchPath opens a session whose search_path is path (set at connection start,
@@ -170,8 +154,8 @@ func TestMigrate(t *testing.T) {
 			t.Fatalf("installed version %d, want %d", v, latestVersion(t))
 		}
 		first := schemaDigest(t, b.conn, "public")
-		mustExec(t, b.conn, "SELECT jobs_enqueue('survivor')")
-		mustExec(t, b.conn, "UPDATE jobs_settings SET backoff_base = '7 seconds'")
+		pgtest.MustExec(t, b.conn, "SELECT jobs_enqueue('survivor')")
+		pgtest.MustExec(t, b.conn, "UPDATE jobs_settings SET backoff_base = '7 seconds'")
 
 		migrate(t, b.conn, nil)
 		migrate(t, b.conn, &skiplock.MigrateOpts{Schema: "public"})
@@ -181,10 +165,10 @@ func TestMigrate(t *testing.T) {
 		if again := schemaDigest(t, b.conn, "public"); again != first {
 			t.Fatalf("migrating again changed the schema:\n%s", lineDiff(first, again))
 		}
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs WHERE kind = 'survivor'"); n != 1 {
+		if n := pgtest.QueryOne[int64](t, b.conn, "SELECT count(*) FROM jobs WHERE kind = 'survivor'"); n != 1 {
 			t.Fatal("migrating again lost a job")
 		}
-		if base := queryOne[string](t, b.conn, "SELECT backoff_base::text FROM jobs_settings"); base != "00:00:07" {
+		if base := pgtest.QueryOne[string](t, b.conn, "SELECT backoff_base::text FROM jobs_settings"); base != "00:00:07" {
 			t.Fatalf("migrating again reset jobs_settings.backoff_base to %s", base)
 		}
 	})
@@ -206,8 +190,8 @@ func TestMigrate(t *testing.T) {
 				t.Fatalf("after Migrate to %d the installed version is %d", v, got)
 			}
 			if v == 2 {
-				id = queryOne[int64](t, b.conn, "SELECT jobs_enqueue('survivor')")
-				if got := queryOne[int64](t, b.conn, "SELECT id FROM jobs_claim('w', lease => '1 hour')"); got != id {
+				id = pgtest.QueryOne[int64](t, b.conn, "SELECT jobs_enqueue('survivor')")
+				if got := pgtest.QueryOne[int64](t, b.conn, "SELECT id FROM jobs_claim('w', lease => '1 hour')"); got != id {
 					t.Fatalf("claimed job %d, want %d", got, id)
 				}
 			}
@@ -215,10 +199,10 @@ func TestMigrate(t *testing.T) {
 		if got := schemaDigest(t, b.conn, "public"); got != want {
 			t.Fatalf("upgraded one version at a time, the schema differs from a fresh install:\n%s\nwant:\n%s", got, want)
 		}
-		if !queryOne[bool](t, b.conn, "SELECT extended FROM jobs_heartbeat_many(ARRAY[$1::bigint], ARRAY[1])", id) {
+		if !pgtest.QueryOne[bool](t, b.conn, "SELECT extended FROM jobs_heartbeat_many(ARRAY[$1::bigint], ARRAY[1])", id) {
 			t.Fatal("the job claimed before the upgrades was not extended by jobs_heartbeat_many")
 		}
-		if !queryOne[bool](t, b.conn, "SELECT jobs_complete($1, 1)", id) {
+		if !pgtest.QueryOne[bool](t, b.conn, "SELECT jobs_complete($1, 1)", id) {
 			t.Fatal("the job claimed before the upgrades could not be completed")
 		}
 	})
@@ -258,7 +242,7 @@ func TestMigrate(t *testing.T) {
 			t.Fatalf("schema %s holds %d jobs relations and %d functions, want the whole install", schema, rels, funcs)
 		}
 		for _, table := range []string{"jobs", "jobs_settings", skiplock.VersionTable} {
-			if !queryOne[bool](t, b.conn, "SELECT to_regclass($1) IS NOT NULL", schema+"."+table) {
+			if !pgtest.QueryOne[bool](t, b.conn, "SELECT to_regclass($1) IS NOT NULL", schema+"."+table) {
 				t.Fatalf("%s.%s does not exist", schema, table)
 			}
 		}
@@ -269,17 +253,17 @@ func TestMigrate(t *testing.T) {
 			t.Fatalf("installed version %d, want %d", v, latestVersion(t))
 		}
 		// The caller's connection keeps its own search_path.
-		if path := queryOne[string](t, b.conn, "SHOW search_path"); strings.Contains(path, schema) {
+		if path := pgtest.QueryOne[string](t, b.conn, "SHOW search_path"); strings.Contains(path, schema) {
 			t.Fatalf("Migrate changed the caller's search_path to %s", path)
 		}
 
 		// A decoy jobs table on the caller's path must not stand in for the real one.
-		mustExec(t, b.conn, "CREATE SCHEMA elsewhere")
-		mustExec(t, b.conn, "CREATE TABLE elsewhere.jobs (id bigint, state text)")
+		pgtest.MustExec(t, b.conn, "CREATE SCHEMA elsewhere")
+		pgtest.MustExec(t, b.conn, "CREATE TABLE elsewhere.jobs (id bigint, state text)")
 		for _, path := range []string{"elsewhere", "public", `""`, "does_not_exist"} {
 			conn := connectWithSearchPath(t, b.url, path)
 			q := func(fn string) string { return pgx.Identifier{schema}.Sanitize() + "." + fn }
-			id := queryOne[int64](t, conn, "SELECT "+q("jobs_enqueue")+"('k', queue => 'named')")
+			id := pgtest.QueryOne[int64](t, conn, "SELECT "+q("jobs_enqueue")+"('k', queue => 'named')")
 			var claimed int64
 			var attempt int32
 			if err := conn.QueryRow(t.Context(), "SELECT id, attempt FROM "+q("jobs_claim")+"('w', 1, ARRAY['named'])").
@@ -289,17 +273,17 @@ func TestMigrate(t *testing.T) {
 			if claimed != id {
 				t.Fatalf("search_path %s: claimed %d, want %d", path, claimed, id)
 			}
-			if !queryOne[bool](t, conn, "SELECT "+q("jobs_complete")+"($1, $2)", id, attempt) {
+			if !pgtest.QueryOne[bool](t, conn, "SELECT "+q("jobs_complete")+"($1, $2)", id, attempt) {
 				t.Fatalf("search_path %s: jobs_complete returned false", path)
 			}
-			if n := queryOne[int64](t, conn, "SELECT jobs FROM "+q("jobs_stats")+"() WHERE queue = 'named' AND state = 'done'"); n < 1 {
+			if n := pgtest.QueryOne[int64](t, conn, "SELECT jobs FROM "+q("jobs_stats")+"() WHERE queue = 'named' AND state = 'done'"); n < 1 {
 				t.Fatalf("search_path %s: jobs_stats counted %d done jobs", path, n)
 			}
 		}
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM "+pgx.Identifier{schema, "jobs"}.Sanitize()+" WHERE state = 'done'"); n != 4 {
+		if n := pgtest.QueryOne[int64](t, b.conn, "SELECT count(*) FROM "+pgx.Identifier{schema, "jobs"}.Sanitize()+" WHERE state = 'done'"); n != 4 {
 			t.Fatalf("%s.jobs has %d done jobs, want 4", schema, n)
 		}
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM elsewhere.jobs"); n != 0 {
+		if n := pgtest.QueryOne[int64](t, b.conn, "SELECT count(*) FROM elsewhere.jobs"); n != 0 {
 			t.Fatalf("the decoy table got %d rows", n)
 		}
 	})
@@ -337,11 +321,11 @@ func TestMigrate(t *testing.T) {
 			if v := installedVersion(t, b.conn, target); v != latestVersion(t) {
 				t.Fatalf("schema %q: installed version %d, want %d", schema, v, latestVersion(t))
 			}
-			if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM "+pgx.Identifier{target, skiplock.VersionTable}.Sanitize()); n != 1 {
+			if n := pgtest.QueryOne[int64](t, b.conn, "SELECT count(*) FROM "+pgx.Identifier{target, skiplock.VersionTable}.Sanitize()); n != 1 {
 				t.Fatalf("schema %q: version table has %d rows", schema, n)
 			}
 			// And the install works.
-			id := queryOne[int64](t, b.conn, "SELECT "+pgx.Identifier{target, "jobs_enqueue"}.Sanitize()+"('k')")
+			id := pgtest.QueryOne[int64](t, b.conn, "SELECT "+pgx.Identifier{target, "jobs_enqueue"}.Sanitize()+"('k')")
 			if id < 1 {
 				t.Fatalf("schema %q: jobs_enqueue returned %d", schema, id)
 			}
@@ -358,38 +342,19 @@ func TestMigrate(t *testing.T) {
 	})
 }
 
-// pgTool finds a PostgreSQL client program: in PGBIN, in the newest
-// /usr/lib/postgresql/<major>/bin (Debian's layout), or on PATH. It skips the test when
-// there is none: without local binaries the tests run against DATABASE_URL only.
+// pgTool finds a PostgreSQL client program where the server binaries are looked for
+// (pglocal.Tool). It skips the test when there is none: without local binaries the tests
+// run against DATABASE_URL only.
 func pgTool(t *testing.T, name string) string {
 	t.Helper()
-	if dir := os.Getenv("PGBIN"); dir != "" {
-		if p := filepath.Join(dir, name); isExecutable(p) {
-			return p
-		}
+	p, err := pglocal.Tool(name)
+	if errors.Is(err, pglocal.ErrToolNotFound) {
+		t.Skipf("%v: install PostgreSQL's client programs", err)
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return majorOf(dirs[i]) > majorOf(dirs[j]) })
-	for _, dir := range dirs {
-		if p := filepath.Join(dir, name); isExecutable(p) {
-			return p
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	t.Skipf("%s not found in PGBIN, /usr/lib/postgresql/*/bin or PATH: install PostgreSQL's client programs", name)
-	return ""
-}
-
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
-}
-
-func majorOf(binDir string) int {
-	n, _ := strconv.Atoi(strings.SplitN(filepath.Base(filepath.Dir(binDir)), ".", 2)[0])
-	return n
+	return p
 }
 
 // pgEnv is the environment for psql and pg_dump: ours, less PG* variables that could point
@@ -538,7 +503,7 @@ func TestInstallSQL(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		migrate(t, b.conn, nil)
-		mustExec(t, b.conn, "SELECT jobs_enqueue('survivor')")
+		pgtest.MustExec(t, b.conn, "SELECT jobs_enqueue('survivor')")
 		before := dumpSchema(t, b.url)
 
 		script := installSQL(t, &skiplock.InstallSQLOpts{FromVersion: latestVersion(t)})
@@ -553,7 +518,7 @@ func TestInstallSQL(t *testing.T) {
 		if v := installedVersion(t, b.conn, "public"); v != latestVersion(t) {
 			t.Fatalf("version %d after the no-op script, want %d", v, latestVersion(t))
 		}
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs"); n != 1 {
+		if n := pgtest.QueryOne[int64](t, b.conn, "SELECT count(*) FROM jobs"); n != 1 {
 			t.Fatalf("%d jobs after the no-op script, want 1", n)
 		}
 	})
@@ -569,7 +534,7 @@ func TestInstallSQL(t *testing.T) {
 		if !strings.Contains(out, "skiplock sql --from") {
 			t.Fatalf("psql failed without the hint to print the right script:\n%s", out)
 		}
-		if queryOne[bool](t, b.conn, "SELECT to_regclass('jobs') IS NOT NULL") {
+		if pgtest.QueryOne[bool](t, b.conn, "SELECT to_regclass('jobs') IS NOT NULL") {
 			t.Fatal("the refused script left a jobs table behind")
 		}
 	})

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skiplock/skiplock/internal/subproc"
 )
 
 // The scale scenario drains N jobs with k worker processes: this binary re-executed with
@@ -48,7 +48,7 @@ func (r *runner) scale(ctx context.Context, procs int) (*result, error) {
 	children := make([]*child, 0, procs)
 	defer func() {
 		for _, c := range children {
-			c.kill()
+			c.Kill()
 		}
 	}()
 	for i := range procs {
@@ -62,8 +62,8 @@ func (r *runner) scale(ctx context.Context, procs int) (*result, error) {
 		children = append(children, c)
 	}
 	for _, c := range children {
-		if err := c.waitReady(60 * time.Second); err != nil {
-			return nil, err
+		if err := c.WaitReady(60 * time.Second); err != nil {
+			return nil, fmt.Errorf("worker process %d: %w", c.index, err)
 		}
 	}
 
@@ -95,7 +95,7 @@ func (r *runner) scale(ctx context.Context, procs int) (*result, error) {
 	prog.Begin()
 	start := time.Now()
 	for _, c := range children {
-		if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
+		if _, err := io.WriteString(c.Stdin(), "go\n"); err != nil {
 			close(stopMirror)
 			prog.End()
 			return nil, fmt.Errorf("failed to start worker process %d: %w", c.index, err)
@@ -107,12 +107,12 @@ func (r *runner) scale(ctx context.Context, procs int) (*result, error) {
 	close(stopMirror)
 	samples := prog.End()
 	for _, c := range children {
-		_ = c.stdin.Close()
+		_ = c.CloseStdin()
 	}
 	var errs []error
 	for _, c := range children {
-		if werr := c.wait(30 * time.Second); werr != nil {
-			errs = append(errs, werr)
+		if werr := c.Wait(30 * time.Second); werr != nil {
+			errs = append(errs, fmt.Errorf("worker process %d: %w", c.index, werr))
 		}
 	}
 	children = nil
@@ -136,88 +136,35 @@ func (r *runner) scale(ctx context.Context, procs int) (*result, error) {
 	return res, nil
 }
 
-// child is one worker process of the scale scenario.
+// child is one worker process of the scale scenario and the counts it last reported.
 type child struct {
+	*subproc.Process
 	index     int
-	cmd       *exec.Cmd
-	stdin     io.WriteCloser
-	ready     chan struct{}
-	exited    chan struct{}
 	started   atomic.Int64
 	completed atomic.Int64
-	waitErr   error
-	once      sync.Once
 }
 
 func startChild(ctx context.Context, exe string, args []string, index int) (*child, error) {
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = append(os.Environ(), workerModeEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	c := &child{index: index}
+	p, err := subproc.Start(ctx, exe, &subproc.Options{
+		Args:      args,
+		Env:       []string{workerModeEnv + "=1"},
+		Stdin:     true,
+		Stderr:    os.Stderr,
+		ReadyLine: "ready",
+		StdoutLine: func(line string) {
+			var st, co int64
+			if _, err := fmt.Sscanf(line, "done %d %d", &st, &co); err == nil {
+				c.started.Store(st)
+				c.completed.Store(co)
+			}
+		},
+	})
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("failed to start worker process %d: %w", index, err)
 	}
-	c := &child{index: index, cmd: cmd, stdin: stdin, ready: make(chan struct{}), exited: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "ready":
-				c.once.Do(func() { close(c.ready) })
-			case strings.HasPrefix(line, "done "):
-				var st, co int64
-				if _, err := fmt.Sscanf(line, "done %d %d", &st, &co); err == nil {
-					c.started.Store(st)
-					c.completed.Store(co)
-				}
-			}
-		}
-		c.waitErr = cmd.Wait()
-		close(c.exited)
-	}()
+	c.Process = p
 	return c, nil
-}
-
-func (c *child) waitReady(timeout time.Duration) error {
-	select {
-	case <-c.ready:
-		return nil
-	case <-c.exited:
-		return fmt.Errorf("worker process %d exited before it was ready: %v", c.index, c.waitErr)
-	case <-time.After(timeout):
-		return fmt.Errorf("worker process %d not ready after %s", c.index, timeout)
-	}
-}
-
-func (c *child) wait(timeout time.Duration) error {
-	select {
-	case <-c.exited:
-		if c.waitErr != nil {
-			return fmt.Errorf("worker process %d: %w", c.index, c.waitErr)
-		}
-		return nil
-	case <-time.After(timeout):
-		c.kill()
-		return fmt.Errorf("worker process %d did not stop within %s", c.index, timeout)
-	}
-}
-
-// kill ends the child if it is still running; the child's own process only.
-func (c *child) kill() {
-	select {
-	case <-c.exited:
-	default:
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
 }
 
 // runWorkerProcess is the child side of the scale scenario (see the protocol above).
