@@ -14,7 +14,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,19 +44,6 @@ func seed(t *testing.T) uint64 {
 		t.Fatalf("SKIPLOCK_CHAOS_SEED: %v", err)
 	}
 	return n
-}
-
-// testLog writes the worker processes' log lines to the test's log.
-type testLog struct {
-	mu sync.Mutex
-	t  *testing.T
-}
-
-func (w *testLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // TestChaos is the CI-size run: 2,000 jobs through 3 worker processes of 8 slots, 6 kills,
@@ -91,7 +77,7 @@ func TestChaos(t *testing.T) {
 		RowLock:         3 * time.Second,
 		Seed:            seed(t),
 		Logf:            t.Logf,
-		WorkerLog:       &testLog{t: t},
+		WorkerLog:       pgtest.NewLogWriter(t),
 	})
 	if rep != nil {
 		t.Logf("chaos report (%s in all):\n%s", time.Since(began).Round(time.Second), rep)
