@@ -1,6 +1,6 @@
 // Package subproc runs a worker process, usually the running binary re-executed in a
-// worker mode, for the tests and tools that need a second process to kill: the driver's
-// crash tests, the chaos suite (internal/chaos) and cmd/bench's scale scenario.
+// worker mode, for the tests and tools that need a second process to kill: the chaos suite
+// (internal/chaos), the driver's memory test and cmd/bench's scale scenario.
 //
 // A [Process] reads the child's stdout line by line (a protocol such as "ready"),
 // copies its stderr line by line, with a prefix, to a log, and can be stopped gently
