@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
+	"github.com/skiplock/skiplock/cmd/bench/internal/wait"
 )
 
 // latency: idle workers; jobs enqueued one at a time on a fixed schedule; enqueue commit
@@ -36,7 +37,7 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	if err := warmPool(ctx, pool, 2); err != nil {
 		return nil, err
 	}
-	if err := sleepCtx(ctx, r.cfg.warmup); err != nil {
+	if err := wait.Sleep(ctx, r.cfg.warmup); err != nil {
 		return nil, err
 	}
 
@@ -44,8 +45,8 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	prog.Begin()
 	t0 := time.Now()
 	for i := range m {
-		if wait := time.Until(t0.Add(time.Duration(i) * r.cfg.latencyInterval)); wait > 0 {
-			if err := sleepCtx(ctx, wait); err != nil {
+		if d := time.Until(t0.Add(time.Duration(i) * r.cfg.latencyInterval)); d > 0 {
+			if err := wait.Sleep(ctx, d); err != nil {
 				prog.End()
 				return nil, err
 			}

@@ -32,10 +32,7 @@ func (r *result) note(format string, args ...any) {
 func (r *result) setLatency(label string, d []time.Duration) {
 	r.LatencyLabel = label
 	r.Latencies = d
-	if len(d) > 0 {
-		s := benchresult.Summarize(d)
-		r.Latency = &s
-	}
+	r.SetLatency(d)
 }
 
 // ratioLine is one line of the ratios section: a measured ratio and how to read it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
+	"github.com/skiplock/skiplock/cmd/bench/internal/wait"
 )
 
 // steady: producers enqueue single jobs at full rate for -steady-duration while the workers
@@ -50,7 +51,7 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 	if err := warmPool(ctx, pool, r.cfg.producers+2); err != nil {
 		return nil, err
 	}
-	if err := sleepCtx(ctx, r.cfg.warmup); err != nil {
+	if err := wait.Sleep(ctx, r.cfg.warmup); err != nil {
 		return nil, err
 	}
 
@@ -80,7 +81,7 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 			}
 		}()
 	}
-	if err := sleepCtx(ctx, time.Until(end)); err != nil {
+	if err := wait.Sleep(ctx, time.Until(end)); err != nil {
 		prog.End()
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Field is one extra key of a JSON result line. Extras keep the order they are added in,
@@ -37,6 +38,15 @@ func (r *Result) JobsPerSec() float64 {
 		return 0
 	}
 	return float64(r.Jobs) / r.Seconds
+}
+
+// SetLatency sets Latency to the summary of d, or to nil when d is empty.
+func (r *Result) SetLatency(d []time.Duration) {
+	r.Latency = nil
+	if len(d) > 0 {
+		s := Summarize(d)
+		r.Latency = &s
+	}
 }
 
 // Add appends an extra field to the JSON line.
