@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"flag"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 func noEnv(string) string { return "" }
@@ -118,143 +119,24 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-func TestPercentiles(t *testing.T) {
+// TestJSONLineRoundTripsThroughThePeerParser: a -json line reads back as a peer's does.
+// The line format itself is tested in internal/benchresult.
+func TestJSONLineRoundTripsThroughThePeerParser(t *testing.T) {
 	t.Parallel()
-
-	t.Run("NearestRank", func(t *testing.T) {
-		t.Parallel()
-		// 1..100 ms, shuffled: the p-th percentile of 100 values is the p-th smallest.
-		var d []time.Duration
-		for i := 100; i >= 1; i-- {
-			d = append(d, time.Duration(i)*time.Millisecond)
-		}
-		s := summarize(d)
-		checks := map[string][2]time.Duration{
-			"min": {s.Min, 1 * time.Millisecond},
-			"p50": {s.P50, 50 * time.Millisecond},
-			"p95": {s.P95, 95 * time.Millisecond},
-			"p99": {s.P99, 99 * time.Millisecond},
-			"max": {s.Max, 100 * time.Millisecond},
-			"avg": {s.Avg, 50500 * time.Microsecond},
-		}
-		for name, c := range checks {
-			if c[0] != c[1] {
-				t.Errorf("%s = %s, want %s", name, c[0], c[1])
-			}
-		}
-		if s.N != 100 {
-			t.Errorf("N = %d", s.N)
-		}
-	})
-
-	t.Run("SmallSamples", func(t *testing.T) {
-		t.Parallel()
-		one := summarize([]time.Duration{7})
-		if one.P50 != 7 || one.P99 != 7 || one.Max != 7 {
-			t.Errorf("one value: %+v", one)
-		}
-		// Three values: p50 is the 2nd (ceil(1.5)), p95 and p99 the 3rd.
-		three := summarize([]time.Duration{30, 10, 20})
-		if three.P50 != 20 || three.P95 != 30 || three.P99 != 30 {
-			t.Errorf("three values: %+v", three)
-		}
-		if empty := summarize(nil); empty.N != 0 {
-			t.Errorf("empty: %+v", empty)
-		}
-	})
-
-	t.Run("DoesNotReorderInput", func(t *testing.T) {
-		t.Parallel()
-		d := []time.Duration{3, 1, 2}
-		summarize(d)
-		if !slices.Equal(d, []time.Duration{3, 1, 2}) {
-			t.Errorf("input reordered: %v", d)
-		}
-	})
-}
-
-func TestJSONLine(t *testing.T) {
-	t.Parallel()
-
-	t.Run("PeerFieldsFirstInOrder", func(t *testing.T) {
-		t.Parallel()
-		r := &result{Scenario: "latency", Jobs: 500, Seconds: 5.123456}
-		r.setLatency("enqueue commit -> handler start", []time.Duration{
-			1 * time.Millisecond, 2 * time.Millisecond, 3500 * time.Microsecond, 10 * time.Millisecond,
-		})
-		r.add("interval_ms", 10.0)
-		line, err := jsonLine("skiplock", "devel", r, []field{{"workers", 100}, {"interval_ms", 99.0}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.HasSuffix(line, []byte("}\n")) || bytes.Count(line, []byte("\n")) != 1 {
-			t.Fatalf("not one line: %q", line)
-		}
-		want := `{"system":"skiplock","version":"devel","scenario":"latency","jobs":500,"seconds":5.1235,"jobs_per_sec":97.6,` +
-			`"p50_ms":2,"p95_ms":10,"p99_ms":10,"max_ms":10,"min_ms":1,"mean_ms":4.125,"latency_samples":4,` +
-			`"interval_ms":10,"workers":100}` + "\n"
-		if string(line) != want {
-			t.Errorf("got  %s\nwant %s", line, want)
-		}
-	})
-
-	t.Run("NoLatencyFieldsWithoutLatency", func(t *testing.T) {
-		t.Parallel()
-		r := &result{Scenario: "work_drain", Jobs: 1000, Seconds: 0.5}
-		line, err := jsonLine("skiplock", "devel", r, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := m["p50_ms"]; ok {
-			t.Errorf("p50_ms present without a latency: %s", line)
-		}
-		if m["jobs_per_sec"] != 2000.0 {
-			t.Errorf("jobs_per_sec = %v", m["jobs_per_sec"])
-		}
-	})
-
-	t.Run("InsertLatencyUsesThePeersInsertFields", func(t *testing.T) {
-		t.Parallel()
-		r := &result{Scenario: "insert_single", Jobs: 10, Seconds: 1}
-		r.setLatency("insert call", []time.Duration{time.Millisecond, 3 * time.Millisecond})
-		r.LatencyPrefix = "insert_"
-		line, err := jsonLine("skiplock", "devel", r, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatal(err)
-		}
-		if m["insert_p50_ms"] != 1.0 || m["insert_p99_ms"] != 3.0 {
-			t.Errorf("insert latency fields: %s", line)
-		}
-		if _, ok := m["p50_ms"]; ok {
-			t.Errorf("p50_ms (enqueue -> start in the peers' lines) set for an insert latency: %s", line)
-		}
-	})
-
-	t.Run("RoundTripsThroughThePeerParser", func(t *testing.T) {
-		t.Parallel()
-		r := &result{Scenario: "steady", Jobs: 30000, Seconds: 15}
-		r.setLatency("x", []time.Duration{4 * time.Millisecond})
-		line, err := jsonLine("skiplock", "devel", r, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := parsePeerLine(bytes.TrimSpace(line))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pl.System != "skiplock" || pl.Result.Scenario != "steady" || pl.Result.jobsPerSec() != 2000 ||
-			pl.Result.Latency == nil || pl.Result.Latency.P50 != 4*time.Millisecond {
-			t.Errorf("parsed %+v %+v", pl, pl.Result)
-		}
-	})
+	r := &result{Result: benchresult.Result{Scenario: "steady", Jobs: 30000, Seconds: 15}}
+	r.setLatency("x", []time.Duration{4 * time.Millisecond})
+	line, err := r.JSONLine("skiplock", "devel", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := parsePeerLine(bytes.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.System != "skiplock" || pl.Result.Scenario != "steady" || pl.Result.JobsPerSec() != 2000 ||
+		pl.Result.Latency == nil || pl.Result.Latency.P50 != 4*time.Millisecond {
+		t.Errorf("parsed %+v %+v", pl, pl.Result)
+	}
 }
 
 func TestParsePeerOutput(t *testing.T) {
@@ -270,7 +152,7 @@ func TestParsePeerOutput(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines", len(lines))
 	}
-	if lines[0].System != "river" || lines[0].Result.jobsPerSec() != 5000 || lines[0].Result.Latency != nil {
+	if lines[0].System != "river" || lines[0].Result.JobsPerSec() != 5000 || lines[0].Result.Latency != nil {
 		t.Errorf("line 0: %+v %+v", lines[0], lines[0].Result)
 	}
 	if l := lines[1].Result.Latency; l == nil || l.P50 != 3500*time.Microsecond || l.P99 != 9*time.Millisecond {
@@ -278,8 +160,8 @@ func TestParsePeerOutput(t *testing.T) {
 	}
 
 	ours := map[string]*result{
-		"work_drain": {Scenario: "work_drain", Jobs: 50000, Seconds: 5},
-		"latency":    {Scenario: "latency", Latency: &latencyStats{P50: 1750 * time.Microsecond}},
+		"work_drain": {Result: benchresult.Result{Scenario: "work_drain", Jobs: 50000, Seconds: 5}},
+		"latency":    {Result: benchresult.Result{Scenario: "latency", Latency: &benchresult.Stats{P50: 1750 * time.Microsecond}}},
 	}
 	ratios := peerRatios(ours, lines)
 	if len(ratios) != 2 || ratios[0].Value != 2 || ratios[1].Value != 2 {
@@ -314,8 +196,8 @@ func approx(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
 func TestPlotIsWellFormedSVG(t *testing.T) {
 	t.Parallel()
-	r1 := &result{Scenario: "work_drain <&>", Series: []sample{{0, 0}, {sampleInterval, 1000}, {2 * sampleInterval, 2500}}}
-	r2 := &result{Scenario: "latency", Series: []sample{{0, 0}, {sampleInterval, 20}}}
+	r1 := &result{Result: benchresult.Result{Scenario: "work_drain <&>"}, Series: []sample{{0, 0}, {sampleInterval, 1000}, {2 * sampleInterval, 2500}}}
+	r2 := &result{Result: benchresult.Result{Scenario: "latency"}, Series: []sample{{0, 0}, {sampleInterval, 20}}}
 	r2.setLatency("enqueue -> start", []time.Duration{time.Millisecond, 5 * time.Millisecond, 40 * time.Millisecond})
 	svg := renderSVG("title", []chart{
 		{Title: "t", XLabel: "s", YLabel: "jobs/s", YLog: true, Series: []plotSeries{{r1.Scenario, rates(r1.Series)}, {r2.Scenario, rates(r2.Series)}}},

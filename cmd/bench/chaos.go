@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 	"github.com/skiplock/skiplock/internal/chaos"
 )
 
@@ -89,29 +90,25 @@ func (r *runner) chaos(ctx context.Context) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &result{Scenario: "chaos", Jobs: int64(rep.Jobs), Seconds: rep.Seconds}
-	for _, f := range []field{
-		{"jobs_lost", rep.JobsLost},
-		{"jobs_done_twice", rep.JobsDoneTwice},
-		{"executions", rep.Executions},
-		{"recovery_seconds", rep.RecoverySeconds},
-		{"recovery_bound_seconds", rep.RecoveryBoundSeconds},
-		{"kills", rep.Kills},
-		{"restarts", rep.Restarts},
-		{"terminated_backends", rep.TerminatedBackends},
-		{"listeners_terminated", rep.ListenersTerminated},
-		{"orphans_requeued", rep.OrphansRequeued},
-		{"jobs_run_more_than_once", rep.JobsRunMoreThanOnce},
-		{"live_lease_expiries", rep.LiveLeaseExpiries},
-		{"held_xmin_seconds", rep.HeldXminSeconds},
-		{"rows_locked", rep.RowsLocked},
-		{"pool_exhaustions", rep.PoolExhaustions},
-		{"chaos_workers", rep.Workers},
-		{"chaos_slots", rep.Slots},
-		{"seed", rep.Seed},
-	} {
-		res.add(f.Key, f.Value)
-	}
+	res := &result{Result: benchresult.Result{Scenario: "chaos", Jobs: int64(rep.Jobs), Seconds: rep.Seconds}}
+	res.Add("jobs_lost", rep.JobsLost)
+	res.Add("jobs_done_twice", rep.JobsDoneTwice)
+	res.Add("executions", rep.Executions)
+	res.Add("recovery_seconds", rep.RecoverySeconds)
+	res.Add("recovery_bound_seconds", rep.RecoveryBoundSeconds)
+	res.Add("kills", rep.Kills)
+	res.Add("restarts", rep.Restarts)
+	res.Add("terminated_backends", rep.TerminatedBackends)
+	res.Add("listeners_terminated", rep.ListenersTerminated)
+	res.Add("orphans_requeued", rep.OrphansRequeued)
+	res.Add("jobs_run_more_than_once", rep.JobsRunMoreThanOnce)
+	res.Add("live_lease_expiries", rep.LiveLeaseExpiries)
+	res.Add("held_xmin_seconds", rep.HeldXminSeconds)
+	res.Add("rows_locked", rep.RowsLocked)
+	res.Add("pool_exhaustions", rep.PoolExhaustions)
+	res.Add("chaos_workers", rep.Workers)
+	res.Add("chaos_slots", rep.Slots)
+	res.Add("seed", rep.Seed)
 	res.note("lost %d, done twice %d, %d executions, recovery %.2fs (bound %.2fs), %d kills, %d restarts, %d backends terminated",
 		rep.JobsLost, rep.JobsDoneTwice, rep.Executions, rep.RecoverySeconds, rep.RecoveryBoundSeconds,
 		rep.Kills, rep.Restarts, rep.TerminatedBackends)

@@ -48,8 +48,10 @@
 // server, with the same -jobs, -workers, -producers, latency schedule and steady length, on
 // the scenarios the table gives them. cmd/bench/peers/river is a Go module of its own (so
 // skiplock's go.mod never requires River), built with the go command into the user's cache
-// directory; cmd/bench/peers/graphile-worker is an npm package whose pinned dependencies
-// npm ci installs into its node_modules (it needs node and npm on PATH). The harnesses are
-// found in the checkout the bench runs in (above the working directory, else above its
-// source), or in -peers-dir.
+// directory; it shares the JSON line code (internal/benchresult) with the bench through a
+// replace directive to the checkout it sits in, so a -peers-dir for it must be
+// cmd/bench/peers of a skiplock checkout. cmd/bench/peers/graphile-worker is an npm package
+// whose pinned dependencies npm ci installs into its node_modules (it needs node and npm on
+// PATH). The harnesses are found in the checkout the bench runs in (above the working
+// directory, else above its source), or in -peers-dir.
 package main

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 // workDrain: N no-op jobs queued, then the workers start; time from starting them to the
@@ -75,11 +77,11 @@ func (r *runner) workDrain(ctx context.Context, name string, preloadDone int) (*
 	if done != n+int64(preloadDone) {
 		return nil, fmt.Errorf("expected %d done jobs, found %d", n+int64(preloadDone), done)
 	}
-	res := &result{Scenario: name, Jobs: n, Seconds: elapsed.Seconds(), Series: samples}
-	res.add("timing", "workers started -> last completion committed (driver EventCompleted)")
-	res.add("handled", prog.done.Load())
+	res := &result{Result: benchresult.Result{Scenario: name, Jobs: n, Seconds: elapsed.Seconds()}, Series: samples}
+	res.Add("timing", "workers started -> last completion committed (driver EventCompleted)")
+	res.Add("handled", prog.done.Load())
 	if preloadDone > 0 {
-		res.add("finished_jobs_in_table", preloadDone)
+		res.Add("finished_jobs_in_table", preloadDone)
 		res.note("%d done jobs in the table", preloadDone)
 	}
 	res.note("%d slots", r.cfg.workers)

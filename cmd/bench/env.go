@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/skiplock/skiplock"
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 	"github.com/skiplock/skiplock/internal/pglocal"
 )
 
@@ -156,7 +157,7 @@ func (e *env) settingsLine() string {
 }
 
 // commonFields go on every JSON line.
-func (e *env) commonFields() []field {
+func (e *env) commonFields() []benchresult.Field {
 	s := map[string]string{}
 	for _, kv := range e.pgSettings {
 		s[kv[0]] = kv[1]
@@ -171,11 +172,11 @@ func (e *env) commonFields() []field {
 	if e.cfg.patchSQL != "" {
 		s["patch_sql"] = e.cfg.patchSQL
 	}
-	return []field{
-		{"workers", e.cfg.workers},
-		{"pool_max_conns", e.cfg.pool},
-		{"schema_version", e.schemaVersion},
-		{"settings", s},
+	return []benchresult.Field{
+		{Key: "workers", Value: e.cfg.workers},
+		{Key: "pool_max_conns", Value: e.cfg.pool},
+		{Key: "schema_version", Value: e.schemaVersion},
+		{Key: "settings", Value: s},
 	}
 }
 

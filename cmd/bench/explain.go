@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/skiplock/skiplock/cmd/bench/internal/wait"
 )
 
 // explainer prints the plan of jobs_claim's query once a condition holds; see explainWhen.
@@ -29,7 +30,7 @@ func (r *runner) explainWhen(ctx context.Context, scenario string, cond func() b
 	go func() {
 		defer close(x.done)
 		for !cond() {
-			if sleepCtx(ctx, 5*time.Millisecond) != nil {
+			if wait.Sleep(ctx, 5*time.Millisecond) != nil {
 				return
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 // insertBulk: N jobs through jobs_enqueue_many in batches of -batch, one goroutine.
@@ -32,10 +34,10 @@ func (r *runner) insertBulk(ctx context.Context) (*result, error) {
 	if total != int64(n) {
 		return nil, fmt.Errorf("expected %d jobs, found %d", n, total)
 	}
-	res := &result{Scenario: "insert_bulk", Jobs: int64(n), Seconds: elapsed.Seconds(), Series: samples}
-	res.add("api", "driver.EnqueueMany -> jobs_enqueue_many (one call per batch)")
-	res.add("batch_size", r.cfg.batch)
-	res.add("rows_in_db", total)
+	res := &result{Result: benchresult.Result{Scenario: "insert_bulk", Jobs: int64(n), Seconds: elapsed.Seconds()}, Series: samples}
+	res.Add("api", "driver.EnqueueMany -> jobs_enqueue_many (one call per batch)")
+	res.Add("batch_size", r.cfg.batch)
+	res.Add("rows_in_db", total)
 	res.note("batches of %d", r.cfg.batch)
 	return res, nil
 }
@@ -97,12 +99,12 @@ func (r *runner) insertSingle(ctx context.Context) (*result, error) {
 	for _, l := range lat {
 		all = append(all, l...)
 	}
-	res := &result{Scenario: "insert_single", Jobs: n, Seconds: elapsed.Seconds(), Series: samples}
+	res := &result{Result: benchresult.Result{Scenario: "insert_single", Jobs: n, Seconds: elapsed.Seconds()}, Series: samples}
 	res.setLatency("insert call (one tx)", all)
 	res.LatencyPrefix = "insert_" // the peers' insert_p50_ms, insert_p99_ms
-	res.add("api", "driver.Enqueue (one transaction per job)")
-	res.add("concurrency", r.cfg.producers)
-	res.add("rows_in_db", total)
+	res.Add("api", "driver.Enqueue (one transaction per job)")
+	res.Add("concurrency", r.cfg.producers)
+	res.Add("rows_in_db", total)
 	res.note("%d goroutines", r.cfg.producers)
 	return res, nil
 }

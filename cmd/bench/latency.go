@@ -5,54 +5,10 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
+	"github.com/skiplock/skiplock/cmd/bench/internal/wait"
 )
-
-// latencyRecorder pairs each job's enqueue commit with its handler start, by job id.
-type latencyRecorder struct {
-	mu        sync.Mutex
-	committed map[int64]time.Time
-	started   map[int64]time.Time
-}
-
-func newLatencyRecorder() *latencyRecorder {
-	return &latencyRecorder{committed: map[int64]time.Time{}, started: map[int64]time.Time{}}
-}
-
-func (l *latencyRecorder) commit(id int64, at time.Time) {
-	l.mu.Lock()
-	l.committed[id] = at
-	l.mu.Unlock()
-}
-
-func (l *latencyRecorder) start(id int64, at time.Time) {
-	l.mu.Lock()
-	if _, ok := l.started[id]; !ok {
-		l.started[id] = at
-	}
-	l.mu.Unlock()
-}
-
-// latencies returns handler start minus commit for every job that has both and started
-// no later than until (the zero time: whenever). A handler can start before the
-// enqueueing goroutine sees its commit acknowledged; such values are counted in negative
-// and clamped to zero, as the River peer does.
-func (l *latencyRecorder) latencies(until time.Time) (d []time.Duration, negative int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for id, c := range l.committed {
-		s, ok := l.started[id]
-		if !ok || (!until.IsZero() && s.After(until)) {
-			continue
-		}
-		v := s.Sub(c)
-		if v < 0 {
-			negative++
-			v = 0
-		}
-		d = append(d, v)
-	}
-	return d, negative
-}
 
 // latency: idle workers; jobs enqueued one at a time on a fixed schedule; enqueue commit
 // (the enqueue call returned) -> handler start.
@@ -63,12 +19,12 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	}
 	defer pool.Close()
 	m := int64(r.cfg.latencyJobs)
-	rec := newLatencyRecorder()
+	rec := benchresult.NewLatencyRecorder()
 	prog := newProgress("latency", m, 0, r.cfg.progress)
 	allStarted := make(chan struct{})
 	var once sync.Once
 	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, workerHooks{started: func(j benchJob) {
-		rec.start(j.ID, time.Now())
+		rec.Start(j.ID, time.Now())
 		prog.Add(1)
 		if prog.done.Load() >= m {
 			once.Do(func() { close(allStarted) })
@@ -81,7 +37,7 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	if err := warmPool(ctx, pool, 2); err != nil {
 		return nil, err
 	}
-	if err := sleepCtx(ctx, r.cfg.warmup); err != nil {
+	if err := wait.Sleep(ctx, r.cfg.warmup); err != nil {
 		return nil, err
 	}
 
@@ -89,8 +45,8 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	prog.Begin()
 	t0 := time.Now()
 	for i := range m {
-		if wait := time.Until(t0.Add(time.Duration(i) * r.cfg.latencyInterval)); wait > 0 {
-			if err := sleepCtx(ctx, wait); err != nil {
+		if d := time.Until(t0.Add(time.Duration(i) * r.cfg.latencyInterval)); d > 0 {
+			if err := wait.Sleep(ctx, d); err != nil {
 				prog.End()
 				return nil, err
 			}
@@ -102,7 +58,7 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 			return nil, err
 		}
 		after := time.Now()
-		rec.commit(id, after)
+		rec.Commit(id, after)
 		calls = append(calls, after.Sub(before))
 	}
 	select {
@@ -119,13 +75,13 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	if err := ws.Stop(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
-	lats, negative := rec.latencies(time.Time{})
-	res := &result{Scenario: "latency", Jobs: m, Seconds: elapsed.Seconds(), Series: samples}
+	lats, negative := rec.Latencies(time.Time{})
+	res := &result{Result: benchresult.Result{Scenario: "latency", Jobs: m, Seconds: elapsed.Seconds()}, Series: samples}
 	res.setLatency("enqueue commit -> handler start", lats)
-	res.add("interval_ms", ms(r.cfg.latencyInterval))
-	res.add("insert_call_p50_ms", ms(summarize(calls).P50))
-	res.add("negative_clamped", negative)
-	res.add("timing", "enqueue call returned (commit acked) -> handler entered")
+	res.Add("interval_ms", benchresult.MS(r.cfg.latencyInterval))
+	res.Add("insert_call_p50_ms", benchresult.MS(benchresult.Summarize(calls).P50))
+	res.Add("negative_clamped", negative)
+	res.Add("timing", "enqueue call returned (commit acked) -> handler entered")
 	res.note("1 job every %s", r.cfg.latencyInterval)
 	return res, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 // The seed design skiplock replaced (the pgbench scripts it was first measured with are
@@ -114,9 +115,9 @@ func (r *runner) naive(ctx context.Context) (*result, error) {
 	if done != n {
 		return nil, fmt.Errorf("expected %d done naive jobs, found %d", n, done)
 	}
-	res := &result{Scenario: "naive", Jobs: n, Seconds: elapsed.Seconds(), Series: samples}
-	res.add("design", "BEGIN; SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1; UPDATE ... done; COMMIT (one job per transaction)")
-	res.add("concurrency", workers)
+	res := &result{Result: benchresult.Result{Scenario: "naive", Jobs: n, Seconds: elapsed.Seconds()}, Series: samples}
+	res.Add("design", "BEGIN; SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1; UPDATE ... done; COMMIT (one job per transaction)")
+	res.Add("concurrency", workers)
 	res.note("seed design, %d connections", workers)
 	return res, nil
 }

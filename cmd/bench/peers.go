@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 // peer is a peer harness: another job queue, measured by a program of skiplock's own
@@ -260,7 +262,7 @@ func parsePeerLine(b []byte) (peerLine, error) {
 	}
 	str := func(k string) string { s, _ := m[k].(string); return s }
 	num := func(k string) (float64, bool) { f, ok := m[k].(float64); return f, ok }
-	res := &result{Scenario: str("scenario")}
+	res := &result{Result: benchresult.Result{Scenario: str("scenario")}}
 	if res.Scenario == "" || str("system") == "" {
 		return peerLine{}, fmt.Errorf("peer line without system or scenario: %s", b)
 	}
@@ -277,7 +279,7 @@ func parsePeerLine(b []byte) (peerLine, error) {
 		if !ok {
 			continue
 		}
-		l := latencyStats{P50: toDur(p50)}
+		l := benchresult.Stats{P50: toDur(p50)}
 		for key, d := range map[string]*time.Duration{"p95_ms": &l.P95, "p99_ms": &l.P99, "max_ms": &l.Max} {
 			if v, ok := num(prefix + key); ok {
 				*d = toDur(v)
@@ -308,11 +310,11 @@ func peerRatios(ours map[string]*result, peer []peerLine) []ratioLine {
 			}
 			continue
 		}
-		if p := pl.Result.jobsPerSec(); p > 0 {
+		if p := pl.Result.JobsPerSec(); p > 0 {
 			out = append(out, ratioLine{
 				Name:  fmt.Sprintf("%s, skiplock / %s", pl.Result.Scenario, pl.System),
-				Value: s.jobsPerSec() / p,
-				Means: fmt.Sprintf("%.0f vs %.0f jobs/s", s.jobsPerSec(), p),
+				Value: s.JobsPerSec() / p,
+				Means: fmt.Sprintf("%.0f vs %.0f jobs/s", s.JobsPerSec(), p),
 			})
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 // TestParseHarnessOutput reads output the two harnesses printed (testdata/peers, from
@@ -67,7 +69,7 @@ func TestParseHarnessOutput(t *testing.T) {
 		if r.Jobs != 20 || r.Seconds != 0.0369 {
 			t.Errorf("jobs %d seconds %v", r.Jobs, r.Seconds)
 		}
-		want := latencyStats{P50: 7118 * time.Microsecond, P95: 34744 * time.Microsecond, P99: 35241 * time.Microsecond, Max: 35241 * time.Microsecond}
+		want := benchresult.Stats{P50: 7118 * time.Microsecond, P95: 34744 * time.Microsecond, P99: 35241 * time.Microsecond, Max: 35241 * time.Microsecond}
 		if r.Latency == nil || *r.Latency != want {
 			t.Errorf("latency %+v, want %+v", r.Latency, want)
 		}
@@ -76,7 +78,7 @@ func TestParseHarnessOutput(t *testing.T) {
 	t.Run("EnqueueToStartLatency", func(t *testing.T) {
 		t.Parallel()
 		r := lines[3].Result
-		want := latencyStats{P50: 7888 * time.Microsecond, P95: 11825 * time.Microsecond, P99: 16095 * time.Microsecond, Max: 16095 * time.Microsecond}
+		want := benchresult.Stats{P50: 7888 * time.Microsecond, P95: 11825 * time.Microsecond, P99: 16095 * time.Microsecond, Max: 16095 * time.Microsecond}
 		if r.Latency == nil || *r.Latency != want {
 			t.Errorf("latency %+v, want %+v", r.Latency, want)
 		}
@@ -85,8 +87,8 @@ func TestParseHarnessOutput(t *testing.T) {
 	t.Run("RatiosByTheTable", func(t *testing.T) {
 		t.Parallel()
 		ours := map[string]*result{
-			"insert_single": {Scenario: "insert_single", Jobs: 1083, Seconds: 1},
-			"latency":       {Scenario: "latency", Jobs: 20, Seconds: 0.2, Latency: &latencyStats{P50: 1972 * time.Microsecond}},
+			"insert_single": {Result: benchresult.Result{Scenario: "insert_single", Jobs: 1083, Seconds: 1}},
+			"latency":       {Result: benchresult.Result{Scenario: "latency", Jobs: 20, Seconds: 0.2, Latency: &benchresult.Stats{P50: 1972 * time.Microsecond}}},
 		}
 		ratios := peerRatios(ours, lines[2:])
 		if len(ratios) != 2 {
@@ -94,7 +96,7 @@ func TestParseHarnessOutput(t *testing.T) {
 		}
 		// jobs/s for insert_single; p50, the peer's over skiplock's, for latency (the table's
 		// peersByLatency), since the schedule fixes the jobs/s.
-		if want := 1083 / lines[2].Result.jobsPerSec(); ratios[0].Name != "insert_single, skiplock / graphile-worker" || !approx(ratios[0].Value, want) {
+		if want := 1083 / lines[2].Result.JobsPerSec(); ratios[0].Name != "insert_single, skiplock / graphile-worker" || !approx(ratios[0].Value, want) {
 			t.Errorf("insert_single ratio %v", ratios[0].Value)
 		}
 		if ratios[1].Name != "latency p50, graphile-worker / skiplock" || !approx(ratios[1].Value, 4) {

@@ -45,7 +45,7 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 		byName[res.Scenario] = res
 		addRatioFields(s, res, byName)
 		if cfg.json {
-			line, err := jsonLine("skiplock", e.version, res, e.commonFields())
+			line, err := res.JSONLine("skiplock", e.version, e.commonFields())
 			if err != nil {
 				return err
 			}
@@ -70,10 +70,10 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 			}
 			if l, ok := loadAverage(); ok {
 				// Other work on the machine shows here: above the CPU count, expect noise.
-				res.add("load_avg_1m", l)
+				res.Add("load_avg_1m", l)
 				res.note("load %.1f", l)
 			}
-			logf("scenario %s: %.0f jobs/s (%d jobs in %.2fs; scenario took %s)", step, res.jobsPerSec(),
+			logf("scenario %s: %.0f jobs/s (%d jobs in %.2fs; scenario took %s)", step, res.JobsPerSec(),
 				res.Jobs, res.Seconds, time.Since(stepBegan).Round(time.Millisecond))
 			e.pgssReport(ctx, step)
 			if err := emit(s, res); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/skiplock/skiplock/cmd/bench/internal/wait"
 )
 
 // runner runs the scenarios against one env.
@@ -59,27 +60,10 @@ func countJobs(ctx context.Context, pool *pgxpool.Pool) (total, done, pending in
 // waitCompleted returns once completed() reaches n: the workers count the completions the
 // database confirmed, so no polling query competes with them for the server.
 func waitCompleted(ctx context.Context, completed func() int64, n int64, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for completed() < n {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s with %d of %d jobs completed", timeout, completed(), n)
-		}
-		if err := sleepCtx(ctx, 500*time.Microsecond); err != nil {
-			return err
-		}
+	if err := wait.Until(ctx, func() bool { return completed() >= n }, timeout); err != nil {
+		return fmt.Errorf("%w with %d of %d jobs completed", err, completed(), n)
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // warmPool opens n connections so that connection setup is not timed.

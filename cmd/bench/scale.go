@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 	"github.com/skiplock/skiplock/internal/subproc"
 )
 
@@ -129,9 +130,9 @@ func (r *runner) scale(ctx context.Context, procs int) (*result, error) {
 	if done != n {
 		return nil, fmt.Errorf("expected %d done jobs, found %d", n, done)
 	}
-	res := &result{Scenario: name, Jobs: n, Seconds: elapsed.Seconds(), Series: samples}
-	res.add("processes", procs)
-	res.add("timing", "'go' sent to the worker processes -> last completion committed (reported every 5 ms)")
+	res := &result{Result: benchresult.Result{Scenario: name, Jobs: n, Seconds: elapsed.Seconds()}, Series: samples}
+	res.Add("processes", procs)
+	res.Add("timing", "'go' sent to the worker processes -> last completion committed (reported every 5 ms)")
 	res.note("%d process(es) x %d slots", procs, r.cfg.workers)
 	return res, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 // scenario is one row of the benchmark's scenario table. Everything else about a scenario
@@ -218,10 +220,10 @@ func (s *scenario) ratioOf(step string, res *result, byName map[string]*result) 
 	if rt.inverse {
 		num, den = b, res
 	}
-	if den.jobsPerSec() <= 0 {
+	if den.JobsPerSec() <= 0 {
 		return 0, false
 	}
-	return num.jobsPerSec() / den.jobsPerSec(), true
+	return num.JobsPerSec() / den.JobsPerSec(), true
 }
 
 // addRatioFields puts the ratio of s's step res, if any, on its JSON line and in its notes.
@@ -230,8 +232,8 @@ func addRatioFields(s *scenario, res *result, byName map[string]*result) {
 	if !ok {
 		return
 	}
-	v = round(v, 3)
-	res.add(s.ratio.key, v)
+	v = benchresult.Round(v, 3)
+	res.Add(s.ratio.key, v)
 	res.note(s.ratio.note, v)
 }
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 func TestScenarioTable(t *testing.T) {
@@ -130,7 +132,7 @@ func TestRatios(t *testing.T) {
 	for _, name := range cfg.scenarios {
 		s := scenarioNamed(name)
 		for _, step := range s.stepsOf(cfg) {
-			res := &result{Scenario: step, Jobs: int64(jobsPerSec[step]), Seconds: 1}
+			res := &result{Result: benchresult.Result{Scenario: step, Jobs: int64(jobsPerSec[step]), Seconds: 1}}
 			results = append(results, res)
 			byName[step] = res
 			addRatioFields(s, res, byName)
@@ -177,9 +179,9 @@ func TestRatios(t *testing.T) {
 	}
 
 	// A baseline that did not run, or ran at 0 jobs/s, gives no ratio rather than Inf.
-	zero := &result{Scenario: "naive", Jobs: 0, Seconds: 1}
+	zero := &result{Result: benchresult.Result{Scenario: "naive", Jobs: 0, Seconds: 1}}
 	addRatioFields(scenarioNamed("naive"), zero, map[string]*result{"work_drain": byName["work_drain"]})
-	lone := &result{Scenario: "bloat", Jobs: 10, Seconds: 1}
+	lone := &result{Result: benchresult.Result{Scenario: "bloat", Jobs: 10, Seconds: 1}}
 	addRatioFields(scenarioNamed("bloat"), lone, map[string]*result{})
 	if len(zero.Extra)+len(lone.Extra) != 0 {
 		t.Errorf("ratio without a usable baseline: %+v %+v", zero.Extra, lone.Extra)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
+	"github.com/skiplock/skiplock/cmd/bench/internal/wait"
 )
 
 // steady: producers enqueue single jobs at full rate for -steady-duration while the workers
@@ -36,10 +38,10 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 		}
 	}
 
-	rec := newLatencyRecorder()
+	rec := benchresult.NewLatencyRecorder()
 	prog := newProgress(name, 0, r.cfg.steadyDuration, r.cfg.progress)
 	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, workerHooks{started: func(j benchJob) {
-		rec.start(j.ID, time.Now())
+		rec.Start(j.ID, time.Now())
 		prog.Add(1)
 	}})
 	if err != nil {
@@ -49,7 +51,7 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 	if err := warmPool(ctx, pool, r.cfg.producers+2); err != nil {
 		return nil, err
 	}
-	if err := sleepCtx(ctx, r.cfg.warmup); err != nil {
+	if err := wait.Sleep(ctx, r.cfg.warmup); err != nil {
 		return nil, err
 	}
 
@@ -74,12 +76,12 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 					errs[g] = err
 					return
 				}
-				rec.commit(id, time.Now())
+				rec.Commit(id, time.Now())
 				inserted.Add(1)
 			}
 		}()
 	}
-	if err := sleepCtx(ctx, time.Until(end)); err != nil {
+	if err := wait.Sleep(ctx, time.Until(end)); err != nil {
 		prog.End()
 		return nil, err
 	}
@@ -105,22 +107,22 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 		return nil, fmt.Errorf("workers: %w", err)
 	}
 	// The workers drain the backlog until they stop; only starts in the window count.
-	lats, negative := rec.latencies(end)
+	lats, negative := rec.Latencies(end)
 	secs := r.cfg.steadyDuration.Seconds()
-	res := &result{Scenario: name, Jobs: done, Seconds: secs, Series: samples}
+	res := &result{Result: benchresult.Result{Scenario: name, Jobs: done, Seconds: secs}, Series: samples}
 	res.setLatency("enqueue commit -> handler start", lats)
-	res.add("producers", r.cfg.producers)
-	res.add("inserted", insertedInWindow)
-	res.add("insert_per_sec", round(float64(insertedInWindow)/secs, 1))
-	res.add("completed", done)
-	res.add("final_backlog", pending)
-	res.add("rows_in_db", total)
-	res.add("negative_clamped", negative)
-	res.add("timing", "completions committed during the window; latency of jobs started in it")
+	res.Add("producers", r.cfg.producers)
+	res.Add("inserted", insertedInWindow)
+	res.Add("insert_per_sec", benchresult.Round(float64(insertedInWindow)/secs, 1))
+	res.Add("completed", done)
+	res.Add("final_backlog", pending)
+	res.Add("rows_in_db", total)
+	res.Add("negative_clamped", negative)
+	res.Add("timing", "completions committed during the window; latency of jobs started in it")
 	res.note("%d producers, %.0f enq/s, backlog %d", r.cfg.producers, float64(insertedInWindow)/secs, pending)
 	if holdXmin {
-		res.add("xmin_held", true)
-		res.add("dead_tuples", deadTuples)
+		res.Add("xmin_held", true)
+		res.Add("dead_tuples", deadTuples)
 		res.note("snapshot held; ~%d dead tuples", deadTuples)
 	}
 	return res, nil

@@ -11,9 +11,12 @@
 //
 //	go run . --database-url postgres://localhost/river_bench --jobs 2000
 //
-// It is a Go module of its own so that skiplock's go.mod never requires River. The
-// database must exist; River's migrations are applied to it, and its tables are truncated
-// before each scenario.
+// It is a Go module of its own so that skiplock's go.mod never requires River. It takes
+// the result line, latency percentiles and waiting from cmd/bench/internal/benchresult and
+// cmd/bench/internal/wait, the same code cmd/bench uses, through a replace directive to
+// the checkout it sits in (../../../..): it builds only as cmd/bench/peers/river of a
+// skiplock checkout. The database must exist; River's migrations are applied to it, and
+// its tables are truncated before each scenario.
 package main
 
 import (
@@ -36,6 +39,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 // scenarioOrder is every scenario the harness knows, in the order it runs them.
@@ -172,7 +176,7 @@ func run(ctx context.Context, cfg *config, out io.Writer) error {
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("failed to apply River's migrations: %w", err)
 	}
-	scenarios := map[string]func(context.Context) (*result, error){
+	scenarios := map[string]func(context.Context) (*benchresult.Result, error){
 		"insert_bulk":   h.insertBulk,
 		"insert_single": h.insertSingle,
 		"work_drain":    h.workDrain,
@@ -191,15 +195,15 @@ func run(ctx context.Context, cfg *config, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		res.scenario = name
-		line, err := res.jsonLine(h.version, h.commonFields())
+		res.Scenario = name
+		line, err := res.JSONLine("river", h.version, h.commonFields())
 		if err != nil {
 			return err
 		}
 		if _, err := out.Write(line); err != nil {
 			return err
 		}
-		logf("scenario %s: %.0f jobs/s", name, res.jobsPerSec())
+		logf("scenario %s: %.0f jobs/s", name, res.JobsPerSec())
 	}
 	return h.truncate(ctx)
 }
@@ -222,7 +226,7 @@ func (h *harness) truncate(ctx context.Context) error {
 }
 
 // commonFields go on every line: the settings the numbers depend on.
-func (h *harness) commonFields() []field {
+func (h *harness) commonFields() []benchresult.Field {
 	fc, fp := h.cfg.fetchCooldown, h.cfg.fetchPollInterval
 	if fc == 0 {
 		fc = river.FetchCooldownDefault
@@ -230,12 +234,12 @@ func (h *harness) commonFields() []field {
 	if fp == 0 {
 		fp = river.FetchPollIntervalDefault
 	}
-	return []field{
-		{"workers", h.cfg.workers},
-		{"pool_max_conns", h.cfg.pool},
-		{"settings", map[string]any{
-			"fetch_cooldown_ms":      ms(fc),
-			"fetch_poll_interval_ms": ms(fp),
+	return []benchresult.Field{
+		{Key: "workers", Value: h.cfg.workers},
+		{Key: "pool_max_conns", Value: h.cfg.pool},
+		{Key: "settings", Value: map[string]any{
+			"fetch_cooldown_ms":      benchresult.MS(fc),
+			"fetch_poll_interval_ms": benchresult.MS(fp),
 			"go":                     runtime.Version(),
 			"gomaxprocs":             runtime.GOMAXPROCS(0),
 		}},

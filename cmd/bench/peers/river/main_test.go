@@ -37,20 +37,3 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
-
-func TestJSONLine(t *testing.T) {
-	t.Parallel()
-	r := &result{scenario: "insert_single", jobs: 4, seconds: 2, latencyPrefix: "insert_",
-		latency: []time.Duration{4 * time.Millisecond, time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}}
-	r.add("timing", "a -> b")
-	line, err := r.jsonLine("v0.51.2", []field{{"workers", 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"system":"river","version":"v0.51.2","scenario":"insert_single","jobs":4,"seconds":2,"jobs_per_sec":2,` +
-		`"insert_p50_ms":2,"insert_p95_ms":4,"insert_p99_ms":4,"insert_max_ms":4,"insert_min_ms":1,"insert_mean_ms":2.5,` +
-		`"insert_latency_samples":4,"timing":"a -> b","workers":100}` + "\n"
-	if string(line) != want {
-		t.Errorf("got  %s\nwant %s", line, want)
-	}
-}

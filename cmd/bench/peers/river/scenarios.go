@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
+	"github.com/skiplock/skiplock/cmd/bench/internal/wait"
 )
 
 // noopArgs is every benchmark job's payload.
@@ -107,7 +109,7 @@ func (h *harness) insertMany(ctx context.Context, client *river.Client[pgx.Tx], 
 }
 
 // insertBulk: N jobs through InsertManyFast in batches of -batch, one goroutine.
-func (h *harness) insertBulk(ctx context.Context) (*result, error) {
+func (h *harness) insertBulk(ctx context.Context) (*benchresult.Result, error) {
 	client, err := h.newClient(false)
 	if err != nil {
 		return nil, err
@@ -124,16 +126,16 @@ func (h *harness) insertBulk(ctx context.Context) (*result, error) {
 	if total != int64(h.cfg.jobs) {
 		return nil, fmt.Errorf("expected %d jobs, found %d", h.cfg.jobs, total)
 	}
-	res := &result{jobs: total, seconds: elapsed.Seconds()}
-	res.add("api", "Client.InsertManyFast (COPY FROM)")
-	res.add("batch_size", h.cfg.batch)
-	res.add("rows_in_db", total)
+	res := &benchresult.Result{Jobs: total, Seconds: elapsed.Seconds()}
+	res.Add("api", "Client.InsertManyFast (COPY FROM)")
+	res.Add("batch_size", h.cfg.batch)
+	res.Add("rows_in_db", total)
 	return res, nil
 }
 
 // insertSingle: N/10 jobs, one Client.Insert (its own transaction) each, from -producers
 // goroutines.
-func (h *harness) insertSingle(ctx context.Context) (*result, error) {
+func (h *harness) insertSingle(ctx context.Context) (*benchresult.Result, error) {
 	client, err := h.newClient(false)
 	if err != nil {
 		return nil, err
@@ -168,16 +170,17 @@ func (h *harness) insertSingle(ctx context.Context) (*result, error) {
 	if total != n {
 		return nil, fmt.Errorf("expected %d jobs, found %d", n, total)
 	}
-	res := &result{jobs: n, seconds: elapsed.Seconds(), latency: slices.Concat(lat...), latencyPrefix: "insert_"}
-	res.add("api", "Client.Insert (one transaction per job)")
-	res.add("concurrency", h.cfg.producers)
-	res.add("rows_in_db", total)
+	res := &benchresult.Result{Jobs: n, Seconds: elapsed.Seconds(), LatencyPrefix: "insert_"}
+	res.SetLatency(slices.Concat(lat...))
+	res.Add("api", "Client.Insert (one transaction per job)")
+	res.Add("concurrency", h.cfg.producers)
+	res.Add("rows_in_db", total)
 	return res, nil
 }
 
 // workDrain: N jobs queued (untimed, then ANALYZE), then a client starts; time to the last
 // completion River reports persisted.
-func (h *harness) workDrain(ctx context.Context) (*result, error) {
+func (h *harness) workDrain(ctx context.Context) (*benchresult.Result, error) {
 	n := int64(h.cfg.jobs)
 	inserter, err := h.newClient(false)
 	if err != nil {
@@ -199,7 +202,7 @@ func (h *harness) workDrain(ctx context.Context) (*result, error) {
 	if err := client.Start(ctx); err != nil {
 		return nil, fmt.Errorf("failed to start the River client: %w", err)
 	}
-	err = waitFor(ctx, func() bool { return completed.Load() >= n }, h.cfg.timeout)
+	err = wait.Until(ctx, func() bool { return completed.Load() >= n }, h.cfg.timeout)
 	elapsed := time.Since(start)
 	if stopErr := stopClient(ctx, client); err == nil {
 		err = stopErr
@@ -214,18 +217,18 @@ func (h *harness) workDrain(ctx context.Context) (*result, error) {
 	if done != n {
 		return nil, fmt.Errorf("expected %d completed jobs, found %d", n, done)
 	}
-	res := &result{jobs: n, seconds: elapsed.Seconds()}
-	res.add("timing", "client started -> last completion persisted (EventKindJobCompleted)")
+	res := &benchresult.Result{Jobs: n, Seconds: elapsed.Seconds()}
+	res.Add("timing", "client started -> last completion persisted (EventKindJobCompleted)")
 	return res, nil
 }
 
 // latency: an idle client; -latency-jobs jobs inserted one at a time on a fixed schedule;
 // from Insert returning (commit acknowledged) to Work starting.
-func (h *harness) latency(ctx context.Context) (*result, error) {
+func (h *harness) latency(ctx context.Context) (*benchresult.Result, error) {
 	m := int64(h.cfg.latencyJobs)
-	rec := newLatencyRecorder()
+	rec := benchresult.NewLatencyRecorder()
 	var started atomic.Int64
-	onStart := func(id int64) { rec.start(id, time.Now()); started.Add(1) }
+	onStart := func(id int64) { rec.Start(id, time.Now()); started.Add(1) }
 	h.worker.onStart.Store(&onStart)
 	defer h.worker.onStart.Store(nil)
 	client, err := h.newClient(true)
@@ -236,13 +239,13 @@ func (h *harness) latency(ctx context.Context) (*result, error) {
 		return nil, fmt.Errorf("failed to start the River client: %w", err)
 	}
 	defer func() { _ = stopClient(ctx, client) }() // checked below on the success path
-	if err := sleep(ctx, h.cfg.warmup); err != nil {
+	if err := wait.Sleep(ctx, h.cfg.warmup); err != nil {
 		return nil, err
 	}
 	var calls []time.Duration
 	t0 := time.Now()
 	for i := range m {
-		if err := sleep(ctx, time.Until(t0.Add(time.Duration(i)*h.cfg.latencyInterval))); err != nil {
+		if err := wait.Sleep(ctx, time.Until(t0.Add(time.Duration(i)*h.cfg.latencyInterval))); err != nil {
 			return nil, err
 		}
 		before := time.Now()
@@ -251,32 +254,32 @@ func (h *harness) latency(ctx context.Context) (*result, error) {
 			return nil, fmt.Errorf("failed to insert a job: %w", err)
 		}
 		after := time.Now()
-		rec.commit(ins.Job.ID, after)
+		rec.Commit(ins.Job.ID, after)
 		calls = append(calls, after.Sub(before))
 	}
-	if err := waitFor(ctx, func() bool { return started.Load() >= m }, 30*time.Second); err != nil {
+	if err := wait.Until(ctx, func() bool { return started.Load() >= m }, 30*time.Second); err != nil {
 		return nil, fmt.Errorf("%w: %d of %d jobs started after the last insert", err, started.Load(), m)
 	}
 	elapsed := time.Since(t0)
 	if err := stopClient(ctx, client); err != nil {
 		return nil, err
 	}
-	lats, negative := rec.latencies(time.Time{})
-	slices.Sort(calls)
-	res := &result{jobs: m, seconds: elapsed.Seconds(), latency: lats}
-	res.add("interval_ms", ms(h.cfg.latencyInterval))
-	res.add("insert_call_p50_ms", ms(percentile(calls, 50)))
-	res.add("negative_clamped", negative)
-	res.add("timing", "Insert returned (commit acked) -> Work entered")
+	lats, negative := rec.Latencies(time.Time{})
+	res := &benchresult.Result{Jobs: m, Seconds: elapsed.Seconds()}
+	res.SetLatency(lats)
+	res.Add("interval_ms", benchresult.MS(h.cfg.latencyInterval))
+	res.Add("insert_call_p50_ms", benchresult.MS(benchresult.Summarize(calls).P50))
+	res.Add("negative_clamped", negative)
+	res.Add("timing", "Insert returned (commit acked) -> Work entered")
 	return res, nil
 }
 
 // steady: -producers goroutines insert single jobs at full rate for -steady-duration while
 // the client works; jobs are the completions persisted in the window, latency that of the
 // jobs started in it.
-func (h *harness) steady(ctx context.Context) (*result, error) {
-	rec := newLatencyRecorder()
-	onStart := func(id int64) { rec.start(id, time.Now()) }
+func (h *harness) steady(ctx context.Context) (*benchresult.Result, error) {
+	rec := benchresult.NewLatencyRecorder()
+	onStart := func(id int64) { rec.Start(id, time.Now()) }
 	h.worker.onStart.Store(&onStart)
 	defer h.worker.onStart.Store(nil)
 	client, err := h.newClient(true)
@@ -289,7 +292,7 @@ func (h *harness) steady(ctx context.Context) (*result, error) {
 		return nil, fmt.Errorf("failed to start the River client: %w", err)
 	}
 	defer func() { _ = stopClient(ctx, client) }() // checked below on the success path
-	if err := sleep(ctx, h.cfg.warmup); err != nil {
+	if err := wait.Sleep(ctx, h.cfg.warmup); err != nil {
 		return nil, err
 	}
 	before := completed.Load()
@@ -305,12 +308,12 @@ func (h *harness) steady(ctx context.Context) (*result, error) {
 					errs[g] = fmt.Errorf("failed to insert a job: %w", err)
 					return
 				}
-				rec.commit(ins.Job.ID, time.Now())
+				rec.Commit(ins.Job.ID, time.Now())
 				inserted.Add(1)
 			}
 		})
 	}
-	if err := sleep(ctx, time.Until(end)); err != nil {
+	if err := wait.Sleep(ctx, time.Until(end)); err != nil {
 		return nil, err
 	}
 	done := completed.Load() - before
@@ -326,44 +329,16 @@ func (h *harness) steady(ctx context.Context) (*result, error) {
 	if err := stopClient(ctx, client); err != nil {
 		return nil, err
 	}
-	lats, negative := rec.latencies(end)
+	lats, negative := rec.Latencies(end)
 	secs := h.cfg.steadyDuration.Seconds()
-	res := &result{jobs: done, seconds: secs, latency: lats}
-	res.add("producers", h.cfg.producers)
-	res.add("inserted", insertedInWindow)
-	res.add("insert_per_sec", round(float64(insertedInWindow)/secs, 1))
-	res.add("completed", done)
-	res.add("final_backlog", total-persisted)
-	res.add("negative_clamped", negative)
-	res.add("timing", "completions persisted during the window; latency of jobs started in it")
+	res := &benchresult.Result{Jobs: done, Seconds: secs}
+	res.SetLatency(lats)
+	res.Add("producers", h.cfg.producers)
+	res.Add("inserted", insertedInWindow)
+	res.Add("insert_per_sec", benchresult.Round(float64(insertedInWindow)/secs, 1))
+	res.Add("completed", done)
+	res.Add("final_backlog", total-persisted)
+	res.Add("negative_clamped", negative)
+	res.Add("timing", "completions persisted during the window; latency of jobs started in it")
 	return res, nil
-}
-
-// waitFor polls cond every half millisecond until it holds, ctx ends or timeout passes.
-func waitFor(ctx context.Context, cond func() bool, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s", timeout)
-		}
-		if err := sleep(ctx, 500*time.Microsecond); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sleep waits d (nothing when d <= 0) or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
