@@ -2,7 +2,8 @@
 --
 --   jobs_producer  adds jobs and follows their progress
 --   jobs_worker    claims and runs jobs
---   jobs_admin     cancels, retries and prunes jobs; reads and tunes jobs_settings
+--   jobs_admin     cancels, retries and prunes jobs; reads and tunes jobs_settings; pauses and
+--                  resumes queues, sets their concurrency and rate limits, reads jobs_queues
 --
 -- The functions are SECURITY DEFINER and PUBLIC may execute none of them, so these grants are
 -- the only way in: no role needs privileges on the tables. Application logins get a role with
@@ -58,8 +59,9 @@ BEGIN
             ('_jobs_invalid(text, text, text)',                                                        '{}'),
             ('_jobs_check_fence_arrays(text, bigint[], integer[])',                                     '{}'),
             ('jobs_backoff(integer)',                                                                   '{jobs_worker, jobs_admin}'),
-            ('jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text)',                    '{jobs_producer}'),
-            ('jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[])', '{jobs_producer}'),
+            ('jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text)',              '{jobs_producer}'),
+            ('jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[])', '{jobs_producer}'),
+            ('_jobs_claim_limited(text, integer, text[], interval)',                                    '{}'),
             ('jobs_claim(text, integer, text[], interval)',                                             '{jobs_worker}'),
             ('jobs_complete(bigint, integer)',                                                          '{jobs_worker}'),
             ('jobs_complete_many(bigint[], integer[])',                                                 '{jobs_worker}'),
@@ -73,7 +75,12 @@ BEGIN
             ('jobs_retry(bigint)',                                                                      '{jobs_admin}'),
             ('jobs_stats()',                                                                            '{jobs_worker, jobs_admin}'),
             ('jobs_get(bigint)',                                                                        '{jobs_producer, jobs_worker, jobs_admin}'),
-            ('jobs_prune(interval, boolean, integer)',                                                  '{jobs_admin}')
+            ('jobs_prune(interval, boolean, integer)',                                                  '{jobs_admin}'),
+            ('jobs_pause(text)',                                                                        '{jobs_admin}'),
+            ('jobs_resume(text)',                                                                       '{jobs_admin}'),
+            ('jobs_set_concurrency(text, integer, integer)',                                            '{jobs_admin}'),
+            ('jobs_set_rate_limit(text, integer, interval)',                                            '{jobs_admin}'),
+            ('jobs_next_start(text)',                                                                   '{jobs_worker, jobs_admin}')
         ) AS f(signature, roles)
     LOOP
         IF v_function.oid IS NULL THEN
@@ -91,6 +98,8 @@ BEGIN
 
     IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'jobs_admin') THEN
         EXECUTE format('GRANT SELECT, UPDATE ON TABLE %I.jobs_settings TO jobs_admin', current_schema());
+        -- Queue settings are read with plain SELECT and changed only through the functions.
+        EXECUTE format('GRANT SELECT ON TABLE %I.jobs_queues TO jobs_admin', current_schema());
     END IF;
 
     -- Calling a function needs USAGE on its schema too. PUBLIC has it on public; a dedicated

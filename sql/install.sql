@@ -13,6 +13,7 @@
 {{ template "functions/jobs_backoff.sql" . }}
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
+{{ template "functions/_jobs_claim_limited.sql" . }}
 {{ template "functions/jobs_claim.sql" . }}
 {{ template "functions/jobs_complete.sql" . }}
 {{ template "functions/jobs_complete_many.sql" . }}
@@ -26,5 +27,10 @@
 {{ template "functions/jobs_stats.sql" . }}
 {{ template "functions/jobs_get.sql" . }}
 {{ template "functions/jobs_prune.sql" . }}
+{{ template "functions/jobs_pause.sql" . }}
+{{ template "functions/jobs_resume.sql" . }}
+{{ template "functions/jobs_set_concurrency.sql" . }}
+{{ template "functions/jobs_set_rate_limit.sql" . }}
+{{ template "functions/jobs_next_start.sql" . }}
 
 {{ template "grants.sql" . }}

@@ -11,14 +11,25 @@
 --           the job's fencing token (returned as attempt) that jobs_complete, jobs_fail,
 --           jobs_heartbeat and jobs_snooze must quote back. Returns no rows when nothing is
 --           ready. Expired leases are not reclaimed here: jobs_requeue_expired does that.
+--           Flow control (jobs_queues): a paused queue gives no jobs; a queue with
+--           max_running, per_key or a rate limit never goes over them (see
+--           _jobs_claim_limited). When no requested queue (queues NULL: no queue at all)
+--           has a row in jobs_queues that pauses or limits it, the claim is what it was
+--           before flow control: one probe of the tiny jobs_queues table, then one ordered
+--           range scan of jobs_ready_idx per queue. Settings committed while a claim runs
+--           bind the claims that start after it.
 -- Locks:    row locks on the claimed jobs until the caller's transaction ends (call it in
 --           autocommit or a short transaction). With several queues, rows examined but not
 --           chosen stay locked until then too, and other claimers skip them meanwhile.
--- States:   queued -> running; sets lease_holder = worker, lease_expires_at = now() + lease.
--- Time:     now() (transaction start) for readiness and the lease.
+--           A limited queue's jobs_queues row is locked until then too (claims of that
+--           queue take turns).
+-- States:   queued -> running; sets lease_holder = worker, lease_expires_at = now() + lease,
+--           started_at = now().
+-- Time:     now() (transaction start) for readiness, the lease and started_at.
 -- Errors:   22023 when worker is NULL/empty/longer than 200 bytes, max_jobs is NULL or not
 --           in 1..10000, queues is empty, multidimensional or contains a NULL, or lease is
---           NULL, <= 0 or longer than 100 years.
+--           NULL, <= 0 or longer than 100 years. 0A000 when a requested queue has a
+--           concurrency or rate limit and the transaction is not READ COMMITTED.
 CREATE OR REPLACE FUNCTION jobs_claim(
     worker   text,
     max_jobs integer  DEFAULT 1,
@@ -49,6 +60,17 @@ BEGIN
         PERFORM _jobs_invalid('jobs_claim', 'lease', 'must be a positive interval of at most 100 years');
     END IF;
 
+    -- The fast path's only cost: queues without settings have no row here.
+    IF EXISTS (
+        SELECT FROM jobs_queues q
+        WHERE (jobs_claim.queues IS NULL OR q.queue = ANY (jobs_claim.queues))
+          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+    ) THEN
+        RETURN QUERY
+        SELECT * FROM _jobs_claim_limited(jobs_claim.worker, jobs_claim.max_jobs, jobs_claim.queues, jobs_claim.lease);
+        RETURN;
+    END IF;
+
     IF cardinality(jobs_claim.queues) = 1 THEN
         -- The common case, one queue: a single ordered range scan of jobs_ready_idx.
         RETURN QUERY
@@ -66,7 +88,8 @@ BEGIN
             SET state = 'running',
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
-                lease_expires_at = now() + jobs_claim.lease
+                lease_expires_at = now() + jobs_claim.lease,
+                started_at = now()
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
@@ -113,7 +136,8 @@ BEGIN
             SET state = 'running',
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
-                lease_expires_at = now() + jobs_claim.lease
+                lease_expires_at = now() + jobs_claim.lease,
+                started_at = now()
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
