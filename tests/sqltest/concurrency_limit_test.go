@@ -1,0 +1,390 @@
+package sqltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/skiplock/skiplock/tests/pgtest"
+)
+
+// hammerResult is what hammerLimitedQueue saw.
+type hammerResult struct {
+	maxRunning int64 // most jobs of the queue running in one sample
+	maxPerKey  int64 // most running jobs sharing one concurrency_key in one sample
+	samples    int64
+	claims     int64
+}
+
+// hammerLimitedQueue runs 16 sessions that claim from queue q in tight loops (1 to 3 jobs a
+// call) and give each job back at once by complete, fail (retried now) or snooze, while one
+// more session samples the queue's running jobs continuously, each sample one snapshot.
+func hammerLimitedQueue(t *testing.T, b *testBundle, q string, d time.Duration) hammerResult {
+	t.Helper()
+	const claimers = 16
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+
+	var (
+		wg     sync.WaitGroup
+		res    hammerResult
+		claims atomic.Int64
+		mu     sync.Mutex
+		errs   []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, err)
+	}
+	conns := make([]*pgx.Conn, claimers+1)
+	for i := range conns {
+		conns[i] = b.connect(t)
+	}
+	for i := range claimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn := conns[i]
+			worker := fmt.Sprintf("w%02d", i)
+			for ctx.Err() == nil {
+				jobs, err := tryClaim(ctx, conn, worker, 1+rand.IntN(3), []string{q}, "5 minutes")
+				if err != nil {
+					if ctx.Err() == nil {
+						fail(fmt.Errorf("%s: claim: %w", worker, err))
+					}
+					return
+				}
+				claims.Add(1)
+				for _, j := range jobs {
+					var sql string
+					switch rand.IntN(3) {
+					case 0:
+						sql = "SELECT jobs_complete($1, $2)"
+					case 1:
+						sql = "SELECT jobs_fail($1, $2, 'again', now()) IS NOT NULL"
+					default:
+						sql = "SELECT jobs_snooze($1, $2, now())"
+					}
+					// Not ctx: a job left running would only lower what the sampler sees.
+					var ok bool
+					if err := conn.QueryRow(context.Background(), sql, j.ID, j.Attempt).Scan(&ok); err != nil || !ok {
+						fail(fmt.Errorf("%s: %s for job %d: %v, %v", worker, sql, j.ID, ok, err))
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		conn := conns[claimers]
+		for ctx.Err() == nil {
+			var running, perKey int64
+			err := conn.QueryRow(ctx, `
+				SELECT coalesce(sum(n), 0), coalesce(max(n) FILTER (WHERE key IS NOT NULL), 0)
+				FROM (SELECT concurrency_key AS key, count(*) AS n
+				      FROM jobs WHERE queue = $1 AND state = 'running'
+				      GROUP BY concurrency_key) s`, q).Scan(&running, &perKey)
+			if err != nil {
+				if ctx.Err() == nil {
+					fail(fmt.Errorf("sampler: %w", err))
+				}
+				return
+			}
+			res.samples++
+			res.maxRunning = max(res.maxRunning, running)
+			res.maxPerKey = max(res.maxPerKey, perKey)
+		}
+	}()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	res.claims = claims.Load()
+	if res.samples < 100 || res.claims < 100 {
+		t.Fatalf("only %d samples and %d claims in %s: too few to say anything", res.samples, res.claims, d)
+	}
+	return res
+}
+
+// enqueueKeyed adds n jobs to queue q with many attempts (they are failed and retried over
+// and over), cycling through keys concurrency keys (none when keys is 0).
+func enqueueKeyed(t *testing.T, q querier, queue string, n, keys int) {
+	t.Helper()
+	mustExec(t, q, `SELECT count(*) FROM jobs_enqueue_many(
+		kinds => array_fill('k'::text, ARRAY[$2::int]),
+		queues => array_fill($1::text, ARRAY[$2::int]),
+		max_attempts => array_fill(1000000, ARRAY[$2::int]),
+		concurrency_keys => CASE WHEN $3::int > 0
+		                         THEN ARRAY(SELECT 'key' || (i % $3::int) FROM generate_series(1, $2::int) i) END)`,
+		queue, n, keys)
+}
+
+// TestConcurrencyLimitExact: 16 concurrent claimers in tight loops never take a queue over
+// max_running, nor a key over per_key, in any sample. The control runs (no limit) show that
+// the same load and sampler do see more, so the test would fail without the limit.
+func TestConcurrencyLimitExact(t *testing.T) {
+	t.Parallel()
+	const d = 3 * time.Second
+
+	t.Run("MaxRunning3", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		enqueueKeyed(t, b.conn, "q", 2000, 0)
+		mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 3)")
+		r := hammerLimitedQueue(t, b, "q", d)
+		t.Logf("max_running 3: most running observed %d in %d samples, %d claims", r.maxRunning, r.samples, r.claims)
+		if r.maxRunning > 3 {
+			t.Fatalf("%d jobs running at once, limit 3", r.maxRunning)
+		}
+		if r.maxRunning < 3 {
+			t.Fatalf("never saw the limit reached (most %d): the load is too light to test it", r.maxRunning)
+		}
+	})
+
+	t.Run("PerKey1Over20Keys", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		enqueueKeyed(t, b.conn, "q", 2000, 20)
+		mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', NULL, 1)")
+		r := hammerLimitedQueue(t, b, "q", d)
+		t.Logf("per_key 1 over 20 keys: most running of one key %d (of the queue %d) in %d samples, %d claims",
+			r.maxPerKey, r.maxRunning, r.samples, r.claims)
+		if r.maxPerKey > 1 {
+			t.Fatalf("%d jobs of one key running at once, per_key 1", r.maxPerKey)
+		}
+		if r.maxRunning > 20 {
+			t.Fatalf("%d jobs running with 20 keys at per_key 1", r.maxRunning)
+		}
+	})
+
+	t.Run("ControlWithoutLimit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		enqueueKeyed(t, b.conn, "q", 2000, 20)
+		r := hammerLimitedQueue(t, b, "q", d)
+		t.Logf("no limit: most running %d, most of one key %d in %d samples, %d claims",
+			r.maxRunning, r.maxPerKey, r.samples, r.claims)
+		if r.maxRunning <= 3 || r.maxPerKey <= 1 {
+			t.Fatalf("without limits the sampler saw at most %d running and %d of one key: it cannot catch a broken limit",
+				r.maxRunning, r.maxPerKey)
+		}
+	})
+}
+
+// claimN claims up to n jobs of queue q and returns them.
+func claimN(t *testing.T, q querier, queue string, n int) []claimedJob {
+	t.Helper()
+	return claim(t, q, "w", n, []string{queue}, "1 minute")
+}
+
+// TestConcurrencySlotReturns: a slot of a full queue comes back when its job leaves
+// running by any path, with nothing to do but that path.
+func TestConcurrencySlotReturns(t *testing.T) {
+	t.Parallel()
+	paths := []struct {
+		name string
+		sql  string // $1 id, $2 attempt; must return true
+	}{
+		{"Complete", "SELECT jobs_complete($1, $2)"},
+		{"CompleteMany", "SELECT count(*) = 1 FROM jobs_complete_many(ARRAY[$1::bigint], ARRAY[$2::int])"},
+		{"FailRetried", "SELECT jobs_fail($1, $2, 'boom', now() + interval '1 hour') = 'queued'"},
+		{"FailBackoff", "SELECT jobs_fail($1, $2, 'boom') IS NOT NULL"},
+		{"Snooze", "SELECT jobs_snooze($1, $2, now() + interval '1 hour')"},
+		{"CancelFenced", "SELECT jobs_cancel($1, $2, 'stop')"},
+		{"CancelAdmin", "SELECT jobs_cancel($1) AND $2::int > 0"},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			enqueueKeyed(t, b.conn, "q", 5, 0)
+			mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 2)")
+			jobs := claimN(t, b.conn, "q", 5)
+			if len(jobs) != 2 {
+				t.Fatalf("claimed %d jobs at max_running 2", len(jobs))
+			}
+			if got := claimN(t, b.conn, "q", 5); len(got) != 0 {
+				t.Fatalf("full queue gave %d more jobs", len(got))
+			}
+			if !queryOne[bool](t, b.conn, p.sql, jobs[0].ID, jobs[0].Attempt) {
+				t.Fatalf("%s returned false", p.sql)
+			}
+			if got := claimN(t, b.conn, "q", 5); len(got) != 1 {
+				t.Fatalf("after %s, claim got %d jobs, want the 1 freed slot", p.name, len(got))
+			}
+		})
+	}
+
+	t.Run("RequeueExpired", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		enqueueKeyed(t, b.conn, "q", 5, 3)
+		mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 2, 1)")
+		if jobs := claim(t, b.conn, "w", 5, []string{"q"}, "100 milliseconds"); len(jobs) != 2 {
+			t.Fatalf("claimed %d jobs at max_running 2", len(jobs))
+		}
+		if got := claimN(t, b.conn, "q", 5); len(got) != 0 {
+			t.Fatalf("full queue gave %d more jobs", len(got))
+		}
+		waitLeasesExpired(t, b.conn)
+		// The leases have expired, but the jobs still hold their slots until taken back.
+		if got := claimN(t, b.conn, "q", 5); len(got) != 0 {
+			t.Fatalf("claim before requeue_expired gave %d jobs", len(got))
+		}
+		mustExec(t, b.conn, "SELECT jobs_requeue_expired()")
+		if got := claimN(t, b.conn, "q", 5); len(got) != 2 {
+			t.Fatalf("after requeue_expired, claim got %d jobs, want 2", len(got))
+		}
+	})
+}
+
+// TestPerKeyNoHeadOfLineBlocking: a key at its limit holds back no other key, order is kept
+// among the rest, and one call never takes a key over per_key.
+func TestPerKeyNoHeadOfLineBlocking(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// The best jobs all belong to key a; b, c and one job without a key come after.
+	for i := range 3 {
+		enqueue(t, b.conn, fmt.Sprintf("queue => 'q', priority => %d, concurrency_key => 'a'", i))
+	}
+	b1 := enqueue(t, b.conn, "queue => 'q', priority => 10, concurrency_key => 'b'")
+	enqueue(t, b.conn, "queue => 'q', priority => 11, concurrency_key => 'b'")
+	none := enqueue(t, b.conn, "queue => 'q', priority => 12")
+	c1 := enqueue(t, b.conn, "queue => 'q', priority => 13, concurrency_key => 'c'")
+	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', NULL, 1)")
+
+	first := claimN(t, b.conn, "q", 1)
+	if len(first) != 1 {
+		t.Fatalf("claimed %d jobs, want 1", len(first))
+	}
+	// Key a is now at its limit: the next claims pass over its jobs.
+	got := claimN(t, b.conn, "q", 10)
+	ids := make([]int64, len(got))
+	for i, j := range got {
+		ids[i] = j.ID
+	}
+	want := []int64{b1, none, c1}
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Fatalf("claim with key a at its limit returned %v, want %v (one job per key, in order)", ids, want)
+	}
+	if n := queryOne[int64](t, b.conn,
+		"SELECT max(n) FROM (SELECT count(*) AS n FROM jobs WHERE state = 'running' AND concurrency_key IS NOT NULL GROUP BY concurrency_key) s"); n != 1 {
+		t.Fatalf("%d running jobs share a key, per_key 1", n)
+	}
+}
+
+// TestLoweringLimit: a limit below the running count stops new claims until running falls
+// below it; the running jobs are not touched.
+func TestLoweringLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	enqueueKeyed(t, b.conn, "q", 10, 0)
+	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 5)")
+	jobs := claimN(t, b.conn, "q", 10)
+	if len(jobs) != 5 {
+		t.Fatalf("claimed %d jobs at max_running 5", len(jobs))
+	}
+	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 2)")
+	if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs WHERE state = 'running'"); n != 5 {
+		t.Fatalf("%d jobs running after lowering the limit, want the 5 untouched", n)
+	}
+	for i, want := range []int{0, 0, 0, 1} {
+		mustExec(t, b.conn, "SELECT jobs_complete($1, $2)", jobs[i].ID, jobs[i].Attempt)
+		// running is now 4, 3, 2, 1.
+		if got := claimN(t, b.conn, "q", 10); len(got) != want {
+			t.Fatalf("with %d running at max_running 2, claim got %d jobs, want %d", 4-i, len(got), want)
+		}
+	}
+	// Removing the limit lets the rest go.
+	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', NULL)")
+	if got := claimN(t, b.conn, "q", 10); len(got) != 4 {
+		t.Fatalf("after removing the limit, claim got %d jobs, want the 4 left", len(got))
+	}
+	if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs_queues"); n != 0 {
+		t.Fatalf("%d jobs_queues rows after removing every setting, want 0", n)
+	}
+}
+
+// TestLimitedClaimNeedsReadCommitted: in REPEATABLE READ or SERIALIZABLE the claim's
+// snapshot predates the previous claimer's commit, so a limited claim refuses with 0A000
+// rather than risk going over; unlimited and merely paused queues claim as before.
+func TestLimitedClaimNeedsReadCommitted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	enqueueKeyed(t, b.conn, "limited", 3, 0)
+	enqueueKeyed(t, b.conn, "free", 3, 0)
+	enqueueKeyed(t, b.conn, "paused", 3, 0)
+	mustExec(t, b.conn, "SELECT jobs_set_concurrency('limited', 5)")
+	mustExec(t, b.conn, "SELECT jobs_pause('paused')")
+
+	for _, iso := range []pgx.TxIsoLevel{pgx.RepeatableRead, pgx.Serializable} {
+		for _, queues := range [][]string{{"limited"}, nil} {
+			tx, err := b.conn.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: iso})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tryClaim(t.Context(), tx, "w", 1, queues, "1 minute")
+			pgtest.RequirePgError(t, err, "0A000")
+			_ = tx.Rollback(t.Context())
+		}
+		tx, err := b.conn.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: iso})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(t, tx, "w", 10, []string{"free", "paused"}, "1 minute"); len(got) != 3 {
+			t.Fatalf("%s claim of an unlimited and a paused queue got %d jobs, want 3", iso, len(got))
+		}
+		_ = tx.Rollback(t.Context())
+	}
+}
+
+// TestSetConcurrencyBadInput: bad arguments raise 22023 naming the parameter and change
+// nothing.
+func TestSetConcurrencyBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 4, 2)")
+	for _, c := range []struct{ args, param string }{
+		{"NULL, 1", "queue"},
+		{"'', 1", "queue"},
+		{"repeat('x', 201), 1", "queue"},
+		{"'q', 0", "max_running"},
+		{"'q', -1", "max_running"},
+		{"'q', 1, 0", "per_key"},
+		{"'q', NULL, -5", "per_key"},
+	} {
+		_, err := b.conn.Exec(t.Context(), "SELECT jobs_set_concurrency("+c.args+")")
+		if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != c.param {
+			t.Fatalf("jobs_set_concurrency(%s): error names %q, want %q", c.args, pgErr.ColumnName, c.param)
+		}
+	}
+	for _, c := range []struct{ args, param string }{
+		{"'k', concurrency_key => ''", "concurrency_key"},
+		{"'k', concurrency_key => repeat('x', 201)", "concurrency_key"},
+	} {
+		_, err := b.conn.Exec(t.Context(), "SELECT jobs_enqueue("+c.args+")")
+		if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != c.param {
+			t.Fatalf("jobs_enqueue(%s): error names %q, want %q", c.args, pgErr.ColumnName, c.param)
+		}
+	}
+	_, err := b.conn.Exec(t.Context(), "SELECT jobs_enqueue_many(ARRAY['k', 'k'], concurrency_keys => ARRAY['a', ''])")
+	if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != "concurrency_keys[2]" {
+		t.Fatalf("jobs_enqueue_many: error names %q, want concurrency_keys[2]", pgErr.ColumnName)
+	}
+	if s := queryOne[string](t, b.conn, "SELECT format('%s/%s', max_running, per_key) FROM jobs_queues WHERE queue = 'q'"); s != "4/2" {
+		t.Fatalf("settings after bad calls %s, want 4/2", s)
+	}
+	if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs"); n != 0 {
+		t.Fatalf("%d jobs after bad enqueues, want 0", n)
+	}
+}
