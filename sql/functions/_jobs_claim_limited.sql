@@ -32,9 +32,10 @@
 --           transaction ends.
 -- States:   queued -> running, as jobs_claim; appends to jobs_queue_starts and trims from it
 --           the starts older than one window.
--- Time:     now() (transaction start), as jobs_claim. A rate-limited start is logged at
---           greatest(now(), the queue's latest logged start), so the log stays in claim
---           order even when a claim's transaction began before the previous claim's.
+-- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
+--           now() too. A claim whose now() is a whole window (per) behind the queue's
+--           latest logged start (its transaction began long before it claimed) takes
+--           nothing from that queue: its retry in a new transaction does.
 -- Errors:   0A000 when a requested queue has a limit and the transaction is REPEATABLE READ
 --           or SERIALIZABLE: its snapshot predates the previous claimer's commit, so the
 --           count would be stale and the limit could be exceeded.
@@ -55,7 +56,6 @@ DECLARE
     v_at          timestamptz;
     v_limited     text[]        := '{}';
     v_rate_queues text[]        := '{}';
-    v_rate_ats    timestamptz[] := '{}';
     -- Candidates of the limited queues, each queue within its budget.
     v_ids         bigint[]      := '{}';
     v_pris        integer[]     := '{}';
@@ -95,13 +95,23 @@ BEGIN
                 WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
         END IF;
         IF v_q.max_starts IS NOT NULL THEN
-            SELECT greatest(now(), max(s.started_at)) INTO v_at
-            FROM jobs_queue_starts s WHERE s.queue = v_q.queue;
-            DELETE FROM jobs_queue_starts s WHERE s.queue = v_q.queue AND s.started_at <= v_at - v_q.per;
-            v_budget := least(v_budget, v_q.max_starts - (
-                SELECT count(*)::integer FROM jobs_queue_starts s WHERE s.queue = v_q.queue));
+            -- Starts are logged at now(), which is not monotonic across claims (a claim's
+            -- transaction may have begun before the previous claim's). Any window of length
+            -- per that contains now() lies within (now() - per, now() + per), so counting
+            -- every start after now() - per, later ones included, bounds every such window.
+            -- The log is trimmed by its latest start, never by now(), and a claim whose now()
+            -- is a whole window behind the latest start takes nothing: the starts it would
+            -- have to count are then never trimmed before it looks.
+            SELECT max(s.started_at) INTO v_at FROM jobs_queue_starts s WHERE s.queue = v_q.queue;
+            IF now() <= v_at - v_q.per THEN
+                v_budget := 0;
+            ELSE
+                DELETE FROM jobs_queue_starts s WHERE s.queue = v_q.queue AND s.started_at <= v_at - 2 * v_q.per;
+                v_budget := least(v_budget, v_q.max_starts - (
+                    SELECT count(*)::integer FROM jobs_queue_starts s
+                    WHERE s.queue = v_q.queue AND s.started_at > now() - v_q.per));
+            END IF;
             v_rate_queues := v_rate_queues || v_q.queue;
-            v_rate_ats := v_rate_ats || v_at;
         END IF;
         CONTINUE WHEN v_budget <= 0;
 
@@ -271,9 +281,9 @@ BEGIN
                   j.lease_expires_at, j.created_at
     ), logged AS (
         INSERT INTO jobs_queue_starts (queue, started_at)
-        SELECT c.queue, r.at
+        SELECT c.queue, now()
         FROM claimed c
-        JOIN unnest(v_rate_queues, v_rate_ats) AS r(queue, at) ON r.queue = c.queue
+        WHERE c.queue = ANY (v_rate_queues)
     )
     SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
 END;

@@ -1,9 +1,9 @@
 -- jobs_next_start: when a rate-limited queue may start its next job.
 --
 -- Promises: NULL when the queue has no rate limit (or is paused: jobs_resume notifies).
---           Otherwise the earliest time at which a claim of the queue may start a job: the
---           latest logged start (about now) while the last window has budget left, else
---           the moment enough of the window's starts have aged out of it. A worker whose
+--           Otherwise the earliest time at which a claim of the queue may start a job: now()
+--           while the window has budget left, else the moment enough of its starts have
+--           aged out of it. A worker whose
 --           claim came back short sleeps until then (minus clock_timestamp()) instead of
 --           polling. Concurrency limits are not reflected: a slot frees when a job leaves
 --           running, which no clock predicts.
@@ -22,7 +22,6 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_q     record;
-    v_at    timestamptz;
     v_n     integer;
     v_first timestamptz;
 BEGIN
@@ -37,20 +36,18 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    -- The same window as the claim's: starts after (latest start - per).
-    SELECT greatest(now(), max(s.started_at)) INTO v_at
-    FROM jobs_queue_starts s WHERE s.queue = jobs_next_start.queue;
+    -- The claim counts every start after its now() - per; a start is allowed once fewer
+    -- than max_starts of them are left, that is when the (v_n - max_starts + 1)th oldest
+    -- of them (and every start tied with it) is per old.
     SELECT count(*)::integer INTO v_n
     FROM jobs_queue_starts s
-    WHERE s.queue = jobs_next_start.queue AND s.started_at > v_at - v_q.per;
+    WHERE s.queue = jobs_next_start.queue AND s.started_at > now() - v_q.per;
     IF v_n < v_q.max_starts THEN
-        RETURN v_at;
+        RETURN now();
     END IF;
-    -- A start is allowed once only max_starts - 1 remain in the window: when the
-    -- (v_n - max_starts + 1)th oldest of them is per old.
     SELECT s.started_at INTO v_first
     FROM jobs_queue_starts s
-    WHERE s.queue = jobs_next_start.queue AND s.started_at > v_at - v_q.per
+    WHERE s.queue = jobs_next_start.queue AND s.started_at > now() - v_q.per
     ORDER BY s.started_at
     OFFSET v_n - v_q.max_starts
     LIMIT 1;
