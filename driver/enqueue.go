@@ -23,7 +23,7 @@ type Executor interface {
 
 // EnqueueOpts are a job's options. A nil *EnqueueOpts, like the zero value, means every
 // default: queue QueueDefault, ready now, priority 0, MaxAttemptsDefault attempts, no unique
-// key.
+// key, no concurrency key.
 type EnqueueOpts struct {
 	// Queue is the queue the job goes to, 1 to 200 bytes. Defaults to QueueDefault.
 	Queue string
@@ -48,6 +48,12 @@ type EnqueueOpts struct {
 	// job with the same queue and key is queued or running. 1 to 200 bytes. Defaults to ""
 	// (no key).
 	UniqueKey string
+
+	// ConcurrencyKey groups jobs of a queue for the queue's per-key concurrency limit
+	// (jobs_set_concurrency's per_key): at most per_key jobs with the same key run at once,
+	// across every worker. 1 to 200 bytes. Defaults to "" (no key: the job counts against
+	// the queue's max_running only).
+	ConcurrencyKey string
 }
 
 // EnqueueParams is one job of [EnqueueMany].
@@ -74,7 +80,7 @@ func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *E
 	}
 	var id int64
 	if err := db.QueryRow(ctx, enqueueSQL, a.kind, a.payload, a.queue, a.runAt, a.delay, a.priority,
-		a.maxAttempts, a.uniqueKey).Scan(&id); err != nil {
+		a.maxAttempts, a.uniqueKey, a.concurrencyKey).Scan(&id); err != nil {
 		return 0, fmt.Errorf("failed to enqueue job: %w", sqlInvalid(err))
 	}
 	return id, nil
@@ -97,7 +103,8 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 	priorities := make([]int32, n)
 	maxAttempts := make([]int32, n)
 	uniqueKeys := make([]*string, n)
-	var anyQueue, anyTime, anyPriority, anyMaxAttempts, anyKey bool
+	concurrencyKeys := make([]*string, n)
+	var anyQueue, anyTime, anyPriority, anyMaxAttempts, anyKey, anyConcurrencyKey bool
 	for i := range jobs {
 		a, err := enqueueArgs(jobs[i].Kind, jobs[i].Payload, jobs[i].Opts, "EnqueueParams["+strconv.Itoa(i)+"].")
 		if err != nil {
@@ -105,14 +112,16 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 		}
 		kinds[i], payloads[i], queues[i], runAts[i], delays[i] = a.kind, a.payload, a.queue, a.runAt, a.delay
 		priorities[i], maxAttempts[i], uniqueKeys[i] = a.priority, a.maxAttempts, a.uniqueKey
+		concurrencyKeys[i] = a.concurrencyKey
 		anyQueue = anyQueue || a.queue != QueueDefault
 		anyTime = anyTime || a.runAt != nil || a.delay != 0
 		anyPriority = anyPriority || a.priority != 0
 		anyMaxAttempts = anyMaxAttempts || a.maxAttempts != MaxAttemptsDefault
 		anyKey = anyKey || a.uniqueKey != nil
+		anyConcurrencyKey = anyConcurrencyKey || a.concurrencyKey != nil
 	}
 	// A NULL array means the default for every job, and spares sending it.
-	args := []any{kinds, payloads, nil, nil, nil, nil, nil, nil}
+	args := []any{kinds, payloads, nil, nil, nil, nil, nil, nil, nil}
 	if anyQueue {
 		args[2] = queues
 	}
@@ -127,6 +136,9 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 	}
 	if anyKey {
 		args[7] = uniqueKeys // NULL unique_keys also selects the SQL's faster path
+	}
+	if anyConcurrencyKey {
+		args[8] = concurrencyKeys
 	}
 
 	rows, err := db.Query(ctx, enqueueManySQL, args...)
@@ -157,6 +169,8 @@ type enqueueArgValues struct {
 	priority    int32
 	maxAttempts int32
 	uniqueKey   *string
+	// concurrencyKey is nil for no key.
+	concurrencyKey *string
 }
 
 // enqueueArgs checks what the SQL cannot see (Go types and the options' combinations) and
@@ -209,6 +223,10 @@ func enqueueArgs(kind string, payload any, opts *EnqueueOpts, prefix string) (en
 	if opts.UniqueKey != "" {
 		k := opts.UniqueKey
 		a.uniqueKey = &k
+	}
+	if opts.ConcurrencyKey != "" {
+		k := opts.ConcurrencyKey
+		a.concurrencyKey = &k
 	}
 	return a, nil
 }

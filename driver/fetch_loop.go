@@ -30,6 +30,11 @@ type fetchLoop struct {
 	running map[int64]*execution // for heartbeats; guarded by mu
 
 	scratch []JobRow // the loop's buffer for claimed rows
+
+	// What the last jobs_next_start said, for rateWait (used by the loop goroutine only):
+	// whether the queue has a rate limit, and when it was asked.
+	rateLimited bool
+	rateAsked   time.Time
 }
 
 func newFetchLoop(c *Client, queue string, q QueueConfig) *fetchLoop {
@@ -58,24 +63,34 @@ func (fl *fetchLoop) wakeUp() {
 // has free slots and reason to believe jobs are ready: a notification, the poll timer, or
 // the previous claim having filled every slot it asked for (so more are likely waiting; the
 // next claim then happens as soon as slots free up). Claims are at least FetchCooldown
-// apart, so a storm of notifications or freed slots makes few large claims.
+// apart, so a storm of notifications or freed slots makes few large claims. A paused or
+// fully limited queue's claims come back empty, so the loop waits like an idle one. When a
+// rate limit cut a claim short, the loop holds its claims until the next start is allowed
+// (at most one poll interval), ignoring notifications meanwhile, and claims again then.
 func (fl *fetchLoop) run(ctx context.Context) {
 	c := fl.c
 	poll := time.NewTimer(jitter(c.cfg.PollInterval, 0.1))
 	defer poll.Stop()
 	want := true // claim at start: jobs may have been enqueued while nobody listened
-	var last time.Time
+	var last, holdUntil time.Time
 	var b backoff
 	for {
-		if want && fl.active.Load() < int64(fl.slots) {
+		if want && fl.active.Load() < int64(fl.slots) && !time.Now().Before(holdUntil) {
 			if cd := c.cfg.FetchCooldown; cd > 0 {
 				if wait := cd - time.Since(last); wait > 0 && !sleepCtx(ctx, wait) {
 					return
 				}
 			}
 			last = time.Now()
-			full, err := fl.claim(ctx)
-			poll.Reset(jitter(c.cfg.PollInterval, 0.1))
+			full, rateWait, err := fl.claim(ctx)
+			next := jitter(c.cfg.PollInterval, 0.1)
+			if rateWait > 0 && rateWait < next {
+				next = rateWait
+			}
+			if rateWait > 0 {
+				holdUntil = time.Now().Add(next)
+			}
+			poll.Reset(next)
 			if err != nil {
 				if fatalSQL(err) {
 					select {
@@ -109,10 +124,12 @@ func (fl *fetchLoop) run(ctx context.Context) {
 }
 
 // claim claims up to the free slots (at most the batch size) in one jobs_claim call and
-// starts the jobs. It reports whether it got all it asked for. The claim runs to its end
-// even when ctx is cancelled meanwhile, so that its jobs can be released at once instead of
-// waiting out their lease; they are not started then.
-func (fl *fetchLoop) claim(ctx context.Context) (full bool, err error) {
+// starts the jobs. It reports whether it got all it asked for and, when it did not and the
+// queue has a rate limit, how long until the limit allows the next start (rateWait, 0 when
+// there is nothing to wait for). The claim runs to its end even when ctx is cancelled
+// meanwhile, so that its jobs can be released at once instead of waiting out their lease;
+// they are not started then.
+func (fl *fetchLoop) claim(ctx context.Context) (full bool, rateWait time.Duration, err error) {
 	c := fl.c
 	want := min(fl.slots-int(fl.active.Load()), fl.batch)
 	claimedAt := time.Now()
@@ -120,7 +137,7 @@ func (fl *fetchLoop) claim(ctx context.Context) (full bool, err error) {
 	defer cancel()
 	rows, err := c.pool.Query(qctx, claimSQL, c.cfg.ID, int32(want), fl.queues, c.cfg.Lease)
 	if err != nil {
-		return false, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
+		return false, 0, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
 	}
 	buf := fl.scratch[:0]
 	var scanErr error
@@ -138,14 +155,16 @@ func (fl *fetchLoop) claim(ctx context.Context) (full bool, err error) {
 	if err := errors.Join(scanErr, rows.Err()); err != nil {
 		// Whether the claim committed is unknown. Its jobs are not run: if it did commit,
 		// they come back when their lease expires.
-		return false, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
-	}
-	if len(buf) == 0 {
-		return false, nil
+		return false, 0, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
 	}
 	if ctx.Err() != nil {
-		fl.release(buf)
-		return false, nil
+		if len(buf) > 0 {
+			fl.release(buf)
+		}
+		return false, 0, nil
+	}
+	if len(buf) == 0 {
+		return false, fl.rateWait(qctx), nil
 	}
 
 	exs := make([]execution, len(buf))
@@ -168,7 +187,36 @@ func (fl *fetchLoop) claim(ctx context.Context) (full bool, err error) {
 			go fl.worker(&exs[i])
 		}
 	}
-	return len(exs) == want, nil
+	if len(exs) == want {
+		return true, 0, nil
+	}
+	// Asked after the jobs are started, so the round trip delays none of them.
+	return false, fl.rateWait(qctx), nil
+}
+
+// rateWait asks, after a claim that came back short, how long until the queue's rate limit
+// allows the next start: 0 when the queue has none or allows one now. A queue found without
+// a rate limit is asked again only after a poll interval, so that queues without one pay at
+// most one extra round trip per poll interval (a new limit is noticed within one). On error
+// it logs and returns 0, so the loop falls back to notifications and the poll.
+func (fl *fetchLoop) rateWait(ctx context.Context) time.Duration {
+	if !fl.rateLimited && time.Since(fl.rateAsked) < fl.c.cfg.PollInterval {
+		return 0
+	}
+	fl.rateAsked = time.Now()
+	var wait *time.Duration
+	if err := fl.c.pool.QueryRow(ctx, nextStartSQL, fl.queue).Scan(&wait); err != nil {
+		if ctx.Err() == nil {
+			fl.c.logger.Warn("failed to ask when the queue's rate limit allows the next start; polling instead",
+				slog.String("queue", fl.queue), slog.Any("error", err))
+		}
+		return 0
+	}
+	fl.rateLimited = wait != nil
+	if wait == nil {
+		return 0
+	}
+	return *wait
 }
 
 // release gives back jobs claimed after shutdown began: queued again and ready now,

@@ -7,20 +7,20 @@ package driver
 // it once the job has moved on: that is what makes retrying any of them safe.
 
 // enqueueSQL calls jobs_enqueue(kind, payload, queue, run_at, priority, max_attempts,
-// unique_key) for [Enqueue]. run_at is RunAt when given, else now() + Delay by the
+// unique_key, concurrency_key) for [Enqueue]. run_at is RunAt when given, else now() + Delay by the
 // database's clock. Relies on: the new job's id, or the live job's id for a unique key
 // already taken.
-const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8)`
+const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8, $9)`
 
 // enqueueManySQL calls jobs_enqueue_many(kinds, payloads, queues, run_ats, priorities,
-// max_attempts, unique_keys) for [EnqueueMany]. Each job's run_at is computed in the
+// max_attempts, unique_keys, concurrency_keys) for [EnqueueMany]. Each job's run_at is computed in the
 // database, so Delay follows the database's clock; with no RunAt or Delay at all both arrays
 // are NULL and so is run_ats (every job ready now). A NULL array means the default for every
 // job. Relies on: one id per input job, in input order; all or nothing.
 const enqueueManySQL = `SELECT id FROM jobs_enqueue_many($1::text[], $2::jsonb[], $3::text[],
     (SELECT array_agg(coalesce(t.run_at, now() + t.delay) ORDER BY t.ord)
      FROM unnest($4::timestamptz[], $5::interval[]) WITH ORDINALITY AS t(run_at, delay, ord)),
-    $6::integer[], $7::integer[], $8::text[]) AS t(id)`
+    $6::integer[], $7::integer[], $8::text[], $9::text[]) AS t(id)`
 
 // claimSQL calls jobs_claim(worker, max_jobs, queues, lease) for a fetch loop. Relies on:
 // at most max_jobs rows, each a job now running at the returned attempt and leased to worker
@@ -28,6 +28,13 @@ const enqueueManySQL = `SELECT id FROM jobs_enqueue_many($1::text[], $2::jsonb[]
 // 42883, 42P01, 42704, 42501 or 3F000 (see fatalSQL) means claiming cannot work at all.
 const claimSQL = `SELECT id, queue, kind, payload, attempt, max_attempts, priority, run_at, lease_expires_at, created_at
 FROM jobs_claim($1, $2, $3, $4)`
+
+// nextStartSQL calls jobs_next_start(queue) after a claim that came back short. Relies on:
+// NULL when the queue has no rate limit (nothing to wait for but a notification, a freed
+// slot or the poll), else how long until the rate limit allows the next start, measured on
+// the database's clock (0 when it allows one now), so the fetch loop can sleep that long
+// instead of a whole poll interval.
+const nextStartSQL = `SELECT greatest(jobs_next_start($1) - clock_timestamp(), interval '0')`
 
 // completeSQL calls jobs_complete(id, attempt) in the handler's own transaction, for
 // [CompleteTx]. Relies on: true when the job was held at attempt and is now done (the row

@@ -1,0 +1,198 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skiplock/skiplock/driver"
+)
+
+// A paused queue's fetch loop does not spin: its claims come back empty and it waits like an
+// idle loop. After jobs_resume, whose notification wakes it, an idle worker starts the jobs
+// within the usual wake-up latency, long before the next poll.
+func TestPausedQueueIdlesAndResumeWakes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pool, claims := countingPool(t, b.url)
+	var done atomic.Int32
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "noop", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		done.Add(1)
+		return nil
+	}, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 4}})
+	cfg.PollInterval = 10 * time.Second // a poll would not come within the test
+	startClient(t, pool, cfg)
+	waitUntil(t, 10*time.Second, "the client listening", func() bool {
+		return queryInt(t, b.pool, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN jobs_ready'") == 1
+	})
+
+	if _, err := b.pool.Exec(context.Background(), "SELECT jobs_pause('default')"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	for range n {
+		mustEnqueue(t, b.pool, "noop", nil, nil) // each notifies the paused queue's loop
+	}
+	time.Sleep(100 * time.Millisecond) // the wake-ups arrive and their claims come back empty
+	before := claims.n.Load()
+	time.Sleep(time.Second)
+	if made := claims.n.Load() - before; made > 1 {
+		t.Fatalf("the paused queue's fetch loop claimed %d times in 1s with no notification and a 10s poll", made)
+	}
+	if d := done.Load(); d != 0 {
+		t.Fatalf("%d jobs of the paused queue ran", d)
+	}
+
+	began := time.Now()
+	if _, err := b.pool.Exec(context.Background(), "SELECT jobs_resume('default')"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 2*time.Second, "the jobs run after resume", func() bool { return done.Load() == n })
+	t.Logf("after jobs_resume, %d jobs ran in %s", n, time.Since(began).Round(time.Millisecond))
+}
+
+// A fetch loop cut short by a rate limit sleeps until jobs_next_start, not a whole poll
+// interval, and does not spin meanwhile.
+func TestRateLimitedQueueWaitsForNextStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pool, claims := countingPool(t, b.url)
+	if _, err := b.pool.Exec(context.Background(), "SELECT jobs_set_rate_limit('default', 2, '300 milliseconds')"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 10
+	params := make([]driver.EnqueueParams, n)
+	for i := range params {
+		params[i] = driver.EnqueueParams{Kind: "noop"}
+	}
+	if _, err := driver.EnqueueMany(context.Background(), b.pool, params); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		starts []time.Time
+	)
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "noop", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		starts = append(starts, time.Now())
+		return nil
+	}, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 10}})
+	cfg.PollInterval = 10 * time.Second // waiting for polls would take 50s
+	began := time.Now()
+	startClient(t, pool, cfg)
+	waitUntil(t, 5*time.Second, "every job run", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(starts) == n
+	})
+	elapsed := time.Since(began)
+	made := claims.n.Load()
+	t.Logf("%d jobs at 2 per 300ms ran in %s with %d claims", n, elapsed.Round(time.Millisecond), made)
+	// 5 windows' worth: the last pair cannot start before 4 windows have passed.
+	if elapsed < 4*300*time.Millisecond {
+		t.Fatalf("%d jobs ran in %s, faster than 2 per 300ms allows", n, elapsed)
+	}
+	if made > 3*n {
+		t.Fatalf("%d claims for %d jobs: the loop spins instead of waiting for the next start", made, n)
+	}
+}
+
+// A worker process killed with SIGKILL while it holds the whole of a queue's max_running
+// leaks no slot: the jobs hold their slots only until their leases expire and
+// jobs_requeue_expired takes them back, then another worker runs the queue at its limit
+// again. Running jobs never exceed the limit meanwhile.
+func TestKillWorkerHoldingLimitedJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	createEffectTables(t, b.pool)
+	const n, limit = 16, 4
+	if _, err := b.pool.Exec(context.Background(), "SELECT jobs_set_concurrency('default', $1)", limit); err != nil {
+		t.Fatal(err)
+	}
+	enqueueEffects(t, b.pool, n, effectArgs{SleepMS: 1000, RecordStart: true})
+
+	var (
+		maxRunning atomic.Int64
+		sampling   sync.WaitGroup
+	)
+	ctx, stopSampling := context.WithCancel(context.Background())
+	sampling.Add(1)
+	go func() {
+		defer sampling.Done()
+		for ctx.Err() == nil {
+			var running int64
+			if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE state = 'running'").Scan(&running); err != nil {
+				return
+			}
+			if running > maxRunning.Load() {
+				maxRunning.Store(running)
+			}
+		}
+	}()
+	defer func() {
+		stopSampling()
+		sampling.Wait()
+	}()
+
+	victim := startHelper(t, "worker", b.url, "victim", 8, 2*time.Second)
+	waitUntil(t, 20*time.Second, "the victim's jobs started", func() bool {
+		return queryInt(t, b.pool, "SELECT count(*) FROM started WHERE worker = 'victim'") == limit
+	})
+	victim.kill9(t)
+	if r := queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state = 'running' AND lease_holder = 'victim'"); r != limit {
+		t.Fatalf("%d jobs running for the killed victim, want %d", r, limit)
+	}
+
+	rescuer := startHelper(t, "worker", b.url, "rescuer", 8, 2*time.Second)
+	waitUntil(t, 20*time.Second, "the rescuer running at the limit", func() bool {
+		return queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state = 'running' AND lease_holder = 'rescuer'") == limit
+	})
+	waitEffects(t, b.pool, n, time.Minute)
+	rescuer.stop(t)
+	stopSampling()
+	sampling.Wait()
+	checkExactlyOnce(t, b.pool, n)
+	t.Logf("max_running %d: most running observed %d", limit, maxRunning.Load())
+	if m := maxRunning.Load(); m > limit {
+		t.Fatalf("%d jobs running at once, max_running %d", m, limit)
+	}
+}
+
+// EnqueueOpts.ConcurrencyKey reaches the job, in Enqueue and EnqueueMany; "" is no key.
+func TestEnqueueConcurrencyKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := mustEnqueue(t, b.pool, "k", nil, &driver.EnqueueOpts{ConcurrencyKey: "customer-1"})
+	ids, err := driver.EnqueueMany(context.Background(), b.pool, []driver.EnqueueParams{
+		{Kind: "k", Opts: &driver.EnqueueOpts{ConcurrencyKey: "customer-2"}},
+		{Kind: "k"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []*string
+	for _, i := range append([]int64{id}, ids...) {
+		var k *string
+		if err := b.pool.QueryRow(context.Background(), "SELECT concurrency_key FROM jobs WHERE id = $1", i).Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	if keys[0] == nil || *keys[0] != "customer-1" || keys[1] == nil || *keys[1] != "customer-2" || keys[2] != nil {
+		t.Fatalf("concurrency keys %v, want customer-1, customer-2, NULL", keys)
+	}
+	_, err = driver.Enqueue(context.Background(), b.pool, "k", nil, &driver.EnqueueOpts{ConcurrencyKey: strings.Repeat("x", 201)})
+	var inv *driver.InvalidError
+	if !errors.As(err, &inv) || inv.Field != "concurrency_key" {
+		t.Fatalf("Enqueue with a 201-byte key: %v, want an InvalidError for concurrency_key", err)
+	}
+}
