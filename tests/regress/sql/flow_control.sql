@@ -1,0 +1,56 @@
+-- Flow control: the examples of docs/sql-api.md's "Flow control" section (pause and
+-- resume, concurrency limits, rate limits), replayed in order as one psql session in a fresh
+-- database, so job ids start at 1 as the doc shows. Where the doc shows timestamps, this
+-- file prints booleans instead (a "doc:" comment quotes the doc's statement). Concurrency is
+-- covered by tests/isolation/specs/claim_pause.spec and claim_claim_limited.spec.
+\set VERBOSITY terse
+
+-- ex: pause
+SELECT count(*) FROM jobs_enqueue_many(ARRAY['charge', 'charge', 'charge'], queues => ARRAY['payments', 'payments', 'payments']);
+SELECT jobs_pause('payments');
+SELECT jobs_pause('payments');
+SELECT queue, paused, max_running, per_key, max_starts, per FROM jobs_queues;
+SELECT id FROM jobs_claim('worker-1', 10, ARRAY['payments']);
+SELECT id FROM jobs_claim('worker-1', 10);
+LISTEN jobs_ready;
+SELECT jobs_resume('payments');
+UNLISTEN jobs_ready;
+SELECT id, attempt FROM jobs_claim('worker-1', 10, ARRAY['payments']);
+SELECT count(*) FROM jobs_queues;
+
+-- ex: concurrency
+SELECT jobs_set_concurrency('partner-api', max_running => 3, per_key => 1);
+SELECT count(*)
+FROM jobs_enqueue_many(array_fill('sync'::text, ARRAY[6]),
+                       queues => array_fill('partner-api'::text, ARRAY[6]),
+                       concurrency_keys => ARRAY['acme', 'acme', 'acme', 'globex', 'globex', 'initech']);
+SELECT id, kind FROM jobs_claim('worker-1', 10, ARRAY['partner-api']);
+SELECT j.id, j.concurrency_key FROM jobs j WHERE j.state = 'running' AND j.queue = 'partner-api' ORDER BY j.id;
+SELECT id FROM jobs_claim('worker-2', 10, ARRAY['partner-api']);
+SELECT jobs_complete(4, 1);
+SELECT id FROM jobs_claim('worker-2', 10, ARRAY['partner-api']);
+SELECT jobs_set_concurrency('partner-api', NULL);
+SELECT count(*) FROM jobs_queues;
+
+-- ex: concurrency-errors
+SELECT jobs_set_concurrency('partner-api', 0);
+SELECT jobs_set_concurrency('partner-api', 5, per_key => -1);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT jobs_set_concurrency('partner-api', 5);
+SELECT id FROM jobs_claim('worker-1', 1, ARRAY['partner-api']);
+ROLLBACK;
+
+-- ex: rate
+SELECT jobs_set_rate_limit('geocode', max_starts => 2, per => interval '1 minute');
+SELECT count(*) FROM jobs_enqueue_many(array_fill('lookup'::text, ARRAY[3]), queues => array_fill('geocode'::text, ARRAY[3]));
+SELECT id FROM jobs_claim('worker-1', 10, ARRAY['geocode']);
+SELECT id FROM jobs_claim('worker-1', 10, ARRAY['geocode']);
+-- doc: SELECT jobs_next_start('geocode');
+SELECT jobs_next_start('geocode') = (SELECT min(started_at) FROM jobs WHERE queue = 'geocode') + interval '1 minute' AS one_minute_after_first_start;
+SELECT jobs_next_start('payments') IS NULL AS no_rate_limit;
+SELECT jobs_set_rate_limit('geocode', NULL, NULL);
+SELECT id FROM jobs_claim('worker-1', 10, ARRAY['geocode']);
+
+-- ex: rate-errors
+SELECT jobs_set_rate_limit('geocode', 10, interval '0');
+SELECT jobs_set_rate_limit('', 10, interval '1 second');
