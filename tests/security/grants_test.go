@@ -169,7 +169,7 @@ func TestPrivilegeCatalog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"jobs_settings:jobs_admin:SELECT", "jobs_settings:jobs_admin:UPDATE"}
+		want := []string{"jobs_queues:jobs_admin:SELECT", "jobs_settings:jobs_admin:SELECT", "jobs_settings:jobs_admin:UPDATE"}
 		if !slices.Equal(got, want) {
 			t.Errorf("table privileges = %v, want %v", got, want)
 		}
@@ -184,7 +184,8 @@ func TestPrivilegeCatalog(t *testing.T) {
 	})
 }
 
-// tableCalls touch the tables directly; only jobs_admin may read and update jobs_settings.
+// tableCalls touch the tables directly; only jobs_admin may read and update jobs_settings,
+// and read jobs_queues.
 var tableCalls = []struct {
 	sql   string
 	roles []string // roles allowed to run it
@@ -194,6 +195,10 @@ var tableCalls = []struct {
 	{"INSERT INTO jobs_settings DEFAULT VALUES", nil},
 	{"DELETE FROM jobs_settings", nil},
 	{"TRUNCATE jobs_settings", nil},
+	{"SELECT * FROM jobs_queues", []string{"jobs_admin"}},
+	{"UPDATE jobs_queues SET paused = paused", nil},
+	{"DELETE FROM jobs_queues", nil},
+	{"SELECT * FROM jobs_queue_starts", nil},
 	{"SELECT * FROM jobs", nil},
 	{"SELECT count(*) FROM jobs", nil},
 	{"INSERT INTO jobs (kind) VALUES ('x')", nil},
