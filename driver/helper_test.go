@@ -19,10 +19,10 @@ import (
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
-// Helper processes (TestIdleMemory's idle client) are this test binary, re-executed with helperModeEnv
+// Helper processes (TestIdleMemory's idle client, TestKillWorkerHoldingLimitedJobs's sleepers) are this test binary, re-executed with helperModeEnv
 // set; TestMain hands them to runHelper instead of running tests.
 const (
-	helperModeEnv  = "SKIPLOCK_DRIVER_TEST_HELPER" // "idle"
+	helperModeEnv  = "SKIPLOCK_DRIVER_TEST_HELPER" // "idle" or "sleeper"
 	helperURLEnv   = "SKIPLOCK_DRIVER_TEST_URL"
 	helperIDEnv    = "SKIPLOCK_DRIVER_TEST_ID"
 	helperSlotsEnv = "SKIPLOCK_DRIVER_TEST_SLOTS"
@@ -62,6 +62,8 @@ func runHelper(mode string) int {
 	switch mode {
 	case "idle":
 		driver.AddHandler(hs, "noop", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
+	case "sleeper":
+		addSleepHandler(hs)
 	default:
 		return fail(fmt.Errorf("unknown mode"))
 	}

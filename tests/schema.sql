@@ -69,6 +69,252 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) IS 'skiplock (private): validates the ids/attempts arrays of the batch functions.';
 
+CREATE FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) RETURNS SETOF skiplock.jobs_claimed
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_q           record;
+    v_budget      integer;
+    v_at          timestamptz;
+    v_limited     text[]        := '{}';
+    v_rate_queues text[]        := '{}';
+    -- Candidates of the limited queues, each queue within its budget.
+    v_ids         bigint[]      := '{}';
+    v_pris        integer[]     := '{}';
+    v_run_ats     timestamptz[] := '{}';
+    -- Keyed and unkeyed candidates of one per_key queue.
+    v_kids        bigint[];
+    v_kpris       integer[];
+    v_kruns       timestamptz[];
+    v_uids        bigint[];
+    v_upris       integer[];
+    v_uruns       timestamptz[];
+    v_n           integer;
+BEGIN
+    FOR v_q IN
+        SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+        FROM jobs_queues q
+        WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+          AND NOT q.paused
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+        ORDER BY q.queue
+        FOR UPDATE
+    LOOP
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'feature_not_supported',
+                MESSAGE = format('jobs_claim: queue %s has a concurrency or rate limit, which needs a READ COMMITTED transaction (this one is %s)',
+                                 v_q.queue, current_setting('transaction_isolation')),
+                HINT    = 'Call jobs_claim in autocommit or a READ COMMITTED transaction.';
+        END IF;
+        v_limited := v_limited || v_q.queue;
+
+        -- Each statement from here takes a new snapshot, after the row lock was granted.
+        v_budget := _jobs_claim_limited.max_jobs;
+        IF v_q.max_running IS NOT NULL THEN
+            v_budget := least(v_budget, v_q.max_running - (
+                SELECT count(*)::integer FROM jobs j
+                WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
+        END IF;
+        IF v_q.max_starts IS NOT NULL THEN
+            -- Starts are logged at now(), which is not monotonic across claims (a claim's
+            -- transaction may have begun before the previous claim's). Any window of length
+            -- per that contains now() lies within (now() - per, now() + per), so counting
+            -- every start after now() - per, later ones included, bounds every such window.
+            -- The log is trimmed by its latest start, never by now(), and a claim whose now()
+            -- is a whole window behind the latest start takes nothing: the starts it would
+            -- have to count are then never trimmed before it looks.
+            SELECT max(s.started_at) INTO v_at FROM jobs_queue_starts s WHERE s.queue = v_q.queue;
+            IF now() <= v_at - v_q.per THEN
+                v_budget := 0;
+            ELSE
+                DELETE FROM jobs_queue_starts s WHERE s.queue = v_q.queue AND s.started_at <= v_at - 2 * v_q.per;
+                v_budget := least(v_budget, v_q.max_starts - (
+                    SELECT count(*)::integer FROM jobs_queue_starts s
+                    WHERE s.queue = v_q.queue AND s.started_at > now() - v_q.per));
+            END IF;
+            v_rate_queues := v_rate_queues || v_q.queue;
+        END IF;
+        CONTINUE WHEN v_budget <= 0;
+
+        IF v_q.per_key IS NULL THEN
+            SELECT v_ids || coalesce(array_agg(c.id), '{}'),
+                   v_pris || coalesce(array_agg(c.priority), '{}'),
+                   v_run_ats || coalesce(array_agg(c.run_at), '{}')
+            INTO v_ids, v_pris, v_run_ats
+            FROM (SELECT j.id, j.priority, j.run_at
+                  FROM jobs j
+                  WHERE j.state = 'queued'
+                    AND j.queue = v_q.queue
+                    AND j.run_at <= now()
+                  ORDER BY j.priority, j.run_at, j.id
+                  LIMIT v_budget
+                  FOR NO KEY UPDATE SKIP LOCKED) c;
+            CONTINUE;
+        END IF;
+
+        -- per_key: the best jobs of every key with room (a skip scan of jobs_ready_key_idx
+        -- finds the keys), then the best v_budget of those.
+        WITH RECURSIVE keys AS (
+            (SELECT j.concurrency_key AS key
+             FROM jobs j
+             WHERE j.state = 'queued' AND j.queue = v_q.queue AND j.concurrency_key IS NOT NULL
+             ORDER BY j.concurrency_key
+             LIMIT 1)
+            UNION ALL
+            SELECT (SELECT j.concurrency_key
+                    FROM jobs j
+                    WHERE j.state = 'queued' AND j.queue = v_q.queue AND j.concurrency_key > k.key
+                    ORDER BY j.concurrency_key
+                    LIMIT 1)
+            FROM keys k
+            WHERE k.key IS NOT NULL
+        ), running AS (
+            SELECT j.concurrency_key AS key, count(*)::integer AS n
+            FROM jobs j
+            WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL AND j.concurrency_key IS NOT NULL
+            GROUP BY j.concurrency_key
+        ), picked AS (
+            SELECT c.id, c.priority, c.run_at
+            FROM keys k
+            LEFT JOIN running r ON r.key = k.key
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.run_at
+                FROM jobs j
+                WHERE j.state = 'queued'
+                  AND j.queue = v_q.queue
+                  AND j.concurrency_key = k.key
+                  AND j.run_at <= now()
+                ORDER BY j.priority, j.run_at, j.id
+                LIMIT greatest(0, least(v_budget, v_q.per_key - coalesce(r.n, 0)))
+                FOR NO KEY UPDATE SKIP LOCKED
+            ) c
+            WHERE k.key IS NOT NULL
+            ORDER BY c.priority, c.run_at, c.id
+            LIMIT v_budget
+        )
+        SELECT coalesce(array_agg(p.id ORDER BY p.priority, p.run_at, p.id), '{}'),
+               coalesce(array_agg(p.priority ORDER BY p.priority, p.run_at, p.id), '{}'),
+               coalesce(array_agg(p.run_at ORDER BY p.priority, p.run_at, p.id), '{}')
+        INTO v_kids, v_kpris, v_kruns
+        FROM picked p;
+
+        -- Jobs without a key: only those ahead of the last keyed candidate can make the
+        -- cut when there are enough keyed ones; otherwise look a bounded way ahead (two
+        -- statements, so that the bound is an index condition, not a filter).
+        v_n := cardinality(v_kids);
+        IF v_n >= v_budget THEN
+            SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_uids, v_upris, v_uruns
+            FROM (SELECT j.id, j.priority, j.run_at
+                  FROM jobs j
+                  WHERE j.id = ANY (ARRAY(
+                          SELECT s.id
+                          FROM (SELECT j2.id, j2.concurrency_key
+                                FROM jobs j2
+                                WHERE j2.state = 'queued'
+                                  AND j2.queue = v_q.queue
+                                  AND j2.run_at <= now()
+                                  AND (j2.priority, j2.run_at, j2.id) < (v_kpris[v_n], v_kruns[v_n], v_kids[v_n])
+                                ORDER BY j2.priority, j2.run_at, j2.id
+                                LIMIT v_budget + 100) s
+                          WHERE s.concurrency_key IS NULL
+                          LIMIT v_budget))
+                    AND j.state = 'queued'
+                  FOR NO KEY UPDATE SKIP LOCKED) c;
+        ELSE
+            SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_uids, v_upris, v_uruns
+            FROM (SELECT j.id, j.priority, j.run_at
+                  FROM jobs j
+                  WHERE j.id = ANY (ARRAY(
+                          SELECT s.id
+                          FROM (SELECT j2.id, j2.concurrency_key
+                                FROM jobs j2
+                                WHERE j2.state = 'queued'
+                                  AND j2.queue = v_q.queue
+                                  AND j2.run_at <= now()
+                                ORDER BY j2.priority, j2.run_at, j2.id
+                                LIMIT v_budget + 100) s
+                          WHERE s.concurrency_key IS NULL))
+                    AND j.state = 'queued'
+                  FOR NO KEY UPDATE SKIP LOCKED) c;
+        END IF;
+
+        SELECT v_ids || coalesce(array_agg(u.id), '{}'),
+               v_pris || coalesce(array_agg(u.priority), '{}'),
+               v_run_ats || coalesce(array_agg(u.run_at), '{}')
+        INTO v_ids, v_pris, v_run_ats
+        FROM (SELECT t.id, t.priority, t.run_at
+              FROM unnest(v_kids || v_uids, v_kpris || v_upris, v_kruns || v_uruns) AS t(id, priority, run_at)
+              ORDER BY t.priority, t.run_at, t.id
+              LIMIT v_budget) u;
+    END LOOP;
+
+    -- The other requested queues (every queue with queued jobs for queues NULL), minus the
+    -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
+    RETURN QUERY
+    WITH RECURSIVE all_queues AS (
+        (SELECT j.queue FROM jobs j WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.queue FROM jobs j
+                WHERE j.state = 'queued' AND j.queue > a.queue
+                ORDER BY j.queue LIMIT 1)
+        FROM all_queues a
+        WHERE a.queue IS NOT NULL
+    ), wanted AS (
+        SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND _jobs_claim_limited.queues IS NULL
+        UNION
+        SELECT q.queue FROM unnest(_jobs_claim_limited.queues) AS q(queue)
+    ), unlimited AS (
+        SELECT w.queue
+        FROM wanted w
+        WHERE w.queue <> ALL (v_limited)
+          AND NOT EXISTS (SELECT FROM jobs_queues q WHERE q.queue = w.queue AND q.paused)
+    ), candidates AS (
+        SELECT c.id, c.priority, c.run_at
+        FROM unlimited u
+        CROSS JOIN LATERAL (
+            SELECT j.id, j.priority, j.run_at
+            FROM jobs j
+            WHERE j.state = 'queued'
+              AND j.queue = u.queue
+              AND j.run_at <= now()
+            ORDER BY j.priority, j.run_at, j.id
+            LIMIT _jobs_claim_limited.max_jobs
+            FOR NO KEY UPDATE SKIP LOCKED
+        ) c
+        UNION ALL
+        SELECT t.id, t.priority, t.run_at FROM unnest(v_ids, v_pris, v_run_ats) AS t(id, priority, run_at)
+    ), picked AS (
+        SELECT c.id FROM candidates c
+        ORDER BY c.priority, c.run_at, c.id
+        LIMIT _jobs_claim_limited.max_jobs
+    ), claimed AS (
+        UPDATE jobs j
+        SET state = 'running',
+            attempts = j.attempts + 1,
+            lease_holder = _jobs_claim_limited.worker,
+            lease_expires_at = now() + _jobs_claim_limited.lease,
+            started_at = now()
+        -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
+        WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
+        RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
+                  j.lease_expires_at, j.created_at
+    ), logged AS (
+        INSERT INTO jobs_queue_starts (queue, started_at)
+        SELECT c.queue, now()
+        FROM claimed c
+        WHERE c.queue = ANY (v_rate_queues)
+    )
+    SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) IS 'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
+
 CREATE FUNCTION skiplock._jobs_invalid(func text, param text, problem text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
@@ -189,6 +435,17 @@ BEGIN
         PERFORM _jobs_invalid('jobs_claim', 'lease', 'must be a positive interval of at most 100 years');
     END IF;
 
+    -- The fast path's only cost: queues without settings have no row here.
+    IF EXISTS (
+        SELECT FROM jobs_queues q
+        WHERE (jobs_claim.queues IS NULL OR q.queue = ANY (jobs_claim.queues))
+          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+    ) THEN
+        RETURN QUERY
+        SELECT * FROM _jobs_claim_limited(jobs_claim.worker, jobs_claim.max_jobs, jobs_claim.queues, jobs_claim.lease);
+        RETURN;
+    END IF;
+
     IF cardinality(jobs_claim.queues) = 1 THEN
         -- The common case, one queue: a single ordered range scan of jobs_ready_idx.
         RETURN QUERY
@@ -206,7 +463,8 @@ BEGIN
             SET state = 'running',
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
-                lease_expires_at = now() + jobs_claim.lease
+                lease_expires_at = now() + jobs_claim.lease,
+                started_at = now()
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
@@ -253,7 +511,8 @@ BEGIN
             SET state = 'running',
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
-                lease_expires_at = now() + jobs_claim.lease
+                lease_expires_at = now() + jobs_claim.lease,
+                started_at = now()
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
@@ -330,7 +589,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) IS 'skiplock: jobs_complete for many (id, attempt) pairs; returns the ids completed.';
 
-CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text) RETURNS bigint
+CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -360,18 +619,23 @@ BEGIN
         PERFORM _jobs_invalid('jobs_enqueue', 'unique_key', 'must be NULL or a non-empty string of at most 200 bytes');
     END IF;
 
+    IF jobs_enqueue.concurrency_key = '' OR octet_length(jobs_enqueue.concurrency_key) > 200 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'concurrency_key', 'must be NULL or a non-empty string of at most 200 bytes');
+    END IF;
+
     IF jobs_enqueue.unique_key IS NULL THEN
-        INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts)
+        INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key)
         VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
-                jobs_enqueue.priority, jobs_enqueue.max_attempts)
+                jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.concurrency_key)
         RETURNING id INTO v_id;
     ELSE
         -- The live job holding the key can finish between our failed insert and the lookup;
         -- then the key is free again and the next round inserts.
         LOOP
-            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, unique_key)
+            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key)
             VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
-                    jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key)
+                    jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
+                    jobs_enqueue.concurrency_key)
             ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
             DO NOTHING
             RETURNING id INTO v_id;
@@ -397,9 +661,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
+COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
 
-CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
+CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[], concurrency_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -413,6 +677,7 @@ DECLARE
     v_priorities   integer[];
     v_max_attempts integer[];
     v_unique_keys  text[];
+    v_conc_keys    text[];
     v_param        text;
     v_bad          record;
     v_ids          bigint[];
@@ -434,7 +699,8 @@ BEGIN
                  ('run_ats', array_ndims(jobs_enqueue_many.run_ats)),
                  ('priorities', array_ndims(jobs_enqueue_many.priorities)),
                  ('max_attempts', array_ndims(jobs_enqueue_many.max_attempts)),
-                 ('unique_keys', array_ndims(jobs_enqueue_many.unique_keys))) AS p(param, ndims)
+                 ('unique_keys', array_ndims(jobs_enqueue_many.unique_keys)),
+                 ('concurrency_keys', array_ndims(jobs_enqueue_many.concurrency_keys))) AS p(param, ndims)
     WHERE p.ndims > 1
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -447,7 +713,8 @@ BEGIN
                  ('run_ats', cardinality(jobs_enqueue_many.run_ats)),
                  ('priorities', cardinality(jobs_enqueue_many.priorities)),
                  ('max_attempts', cardinality(jobs_enqueue_many.max_attempts)),
-                 ('unique_keys', cardinality(jobs_enqueue_many.unique_keys))) AS p(param, n)
+                 ('unique_keys', cardinality(jobs_enqueue_many.unique_keys)),
+                 ('concurrency_keys', cardinality(jobs_enqueue_many.concurrency_keys))) AS p(param, n)
     WHERE p.n IS NOT NULL AND p.n <> v_n
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -483,11 +750,14 @@ BEGIN
     v_unique_keys  := CASE WHEN jobs_enqueue_many.unique_keys IS NULL THEN array_fill(NULL::text, ARRAY[v_n])
                        WHEN array_lower(jobs_enqueue_many.unique_keys, 1) = 1 THEN jobs_enqueue_many.unique_keys
                        ELSE ARRAY(SELECT unnest(jobs_enqueue_many.unique_keys)) END;
+    v_conc_keys    := CASE WHEN jobs_enqueue_many.concurrency_keys IS NULL THEN array_fill(NULL::text, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.concurrency_keys, 1) = 1 THEN jobs_enqueue_many.concurrency_keys
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.concurrency_keys)) END;
 
     SELECT * INTO v_bad
     FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities, v_max_attempts,
-                v_unique_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority, max_attempts,
-                                                    unique_key, ord)
+                v_unique_keys, v_conc_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
+                                                                 max_attempts, unique_key, concurrency_key, ord)
     WHERE t.kind IS NULL OR t.kind = '' OR octet_length(t.kind) > 200
        OR t.payload IS NULL
        OR t.queue IS NULL OR t.queue = '' OR octet_length(t.queue) > 200
@@ -495,6 +765,7 @@ BEGIN
        OR t.priority IS NULL
        OR t.max_attempts IS NULL OR t.max_attempts < 1
        OR t.unique_key = '' OR octet_length(t.unique_key) > 200
+       OR t.concurrency_key = '' OR octet_length(t.concurrency_key) > 200
     ORDER BY t.ord
     LIMIT 1;
     IF FOUND THEN
@@ -513,8 +784,11 @@ BEGIN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('priorities[%s]', v_bad.ord), 'must not be NULL');
         ELSIF v_bad.max_attempts IS NULL OR v_bad.max_attempts < 1 THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('max_attempts[%s]', v_bad.ord), 'must be at least 1');
-        ELSE
+        ELSIF v_bad.unique_key = '' OR octet_length(v_bad.unique_key) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('unique_keys[%s]', v_bad.ord),
+                                  'must be NULL or a non-empty string of at most 200 bytes');
+        ELSE
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('concurrency_keys[%s]', v_bad.ord),
                                   'must be NULL or a non-empty string of at most 200 bytes');
         END IF;
     END IF;
@@ -524,11 +798,11 @@ BEGIN
         -- order, which ORDER BY t.ord fixes to input order.
         RETURN QUERY
         WITH inserted AS (
-            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts)
-            SELECT t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts
+            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key)
+            SELECT t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.concurrency_key
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
-                        v_max_attempts) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
-                                                              max_attempts, ord)
+                        v_max_attempts, v_conc_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
+                                                                          max_attempts, concurrency_key, ord)
             ORDER BY t.ord
             RETURNING id
         )
@@ -540,12 +814,13 @@ BEGIN
         v_drawn := v_ids;
 
         WITH inserted AS (
-            INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key)
-            SELECT v_ids[t.ord], t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.unique_key
+            INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key)
+            SELECT v_ids[t.ord], t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.unique_key,
+                   t.concurrency_key
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
-                        v_max_attempts, v_unique_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at,
-                                                                           priority, max_attempts,
-                                                                           unique_key, ord)
+                        v_max_attempts, v_unique_keys, v_conc_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at,
+                                                                                        priority, max_attempts,
+                                                                                        unique_key, concurrency_key, ord)
             -- Inserted in key order, not input order (each input keeps the id drawn for it):
             -- two batches waiting on each other's uncommitted keys then always wait in the
             -- same order, so they cannot deadlock. t.ord keeps the earlier of two equal keys first.
@@ -573,10 +848,11 @@ BEGIN
                       AND j.state IN ('queued', 'running');
                     EXIT WHEN FOUND;
 
-                    INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key)
+                    INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key,
+                                      concurrency_key)
                     VALUES (v_ids[v_missing.ord], v_queues[v_missing.ord], v_kinds[v_missing.ord],
                             v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
-                            v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord])
+                            v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord])
                     ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
                     DO NOTHING
                     RETURNING id INTO v_id;
@@ -600,7 +876,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[]) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
+COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[]) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
 
 CREATE FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS skiplock.jobs_state
     LANGUAGE plpgsql SECURITY DEFINER
@@ -755,6 +1031,73 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) IS 'skiplock: jobs_heartbeat for many (id, attempt) pairs without waiting for row locks; returns (id, extended) for the jobs still held.';
 
+CREATE FUNCTION skiplock.jobs_next_start(queue text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_q     record;
+    v_n     integer;
+    v_first timestamptz;
+BEGIN
+    IF jobs_next_start.queue IS NULL OR jobs_next_start.queue = '' OR octet_length(jobs_next_start.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_next_start', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+
+    SELECT q.max_starts, q.per INTO v_q
+    FROM jobs_queues q
+    WHERE q.queue = jobs_next_start.queue AND NOT q.paused AND q.max_starts IS NOT NULL;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+
+    -- The claim counts every start after its now() - per; a start is allowed once fewer
+    -- than max_starts of them are left, that is when the (v_n - max_starts + 1)th oldest
+    -- of them (and every start tied with it) is per old.
+    SELECT count(*)::integer INTO v_n
+    FROM jobs_queue_starts s
+    WHERE s.queue = jobs_next_start.queue AND s.started_at > now() - v_q.per;
+    IF v_n < v_q.max_starts THEN
+        RETURN now();
+    END IF;
+    SELECT s.started_at INTO v_first
+    FROM jobs_queue_starts s
+    WHERE s.queue = jobs_next_start.queue AND s.started_at > now() - v_q.per
+    ORDER BY s.started_at
+    OFFSET v_n - v_q.max_starts
+    LIMIT 1;
+    RETURN v_first + v_q.per;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_next_start(queue text) IS 'skiplock: when a rate-limited queue may start its next job (NULL: no rate limit); workers sleep until then.';
+
+CREATE FUNCTION skiplock.jobs_pause(queue text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_paused boolean;
+BEGIN
+    IF jobs_pause.queue IS NULL OR jobs_pause.queue = '' OR octet_length(jobs_pause.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_pause', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+
+    INSERT INTO jobs_queues AS q (queue, paused)
+    VALUES (jobs_pause.queue, true)
+    ON CONFLICT (queue) DO UPDATE
+    SET paused = true,
+        updated_at = now()
+    WHERE NOT q.paused
+    RETURNING true INTO v_paused;
+    RETURN coalesce(v_paused, false);
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_pause(queue text) IS 'skiplock: pauses a queue (jobs_claim hands out none of its jobs); true when this call paused it.';
+
 CREATE FUNCTION skiplock.jobs_prune(older_than interval DEFAULT '7 days'::interval, include_dead boolean DEFAULT false, max_jobs integer DEFAULT 10000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -842,6 +1185,35 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_requeue_expired() IS 'skiplock: running jobs whose lease expired go back to queued (or dead when out of attempts); safe to call concurrently; returns the count.';
 
+CREATE FUNCTION skiplock.jobs_resume(queue text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_resume.queue IS NULL OR jobs_resume.queue = '' OR octet_length(jobs_resume.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_resume', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+
+    UPDATE jobs_queues q
+    SET paused = false,
+        updated_at = now()
+    WHERE q.queue = jobs_resume.queue
+      AND q.paused;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    DELETE FROM jobs_queues q
+    WHERE q.queue = jobs_resume.queue
+      AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL;
+    PERFORM pg_notify('jobs_ready', jobs_resume.queue);
+    RETURN true;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_resume(queue text) IS 'skiplock: resumes a paused queue and wakes workers; true when this call resumed it.';
+
 CREATE FUNCTION skiplock.jobs_retry(id bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -872,6 +1244,78 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock.jobs_retry(id bigint) IS 'skiplock: dead or cancelled -> queued now, with at least one more attempt; attempts keep counting.';
+
+CREATE FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer DEFAULT NULL::integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_set_concurrency.queue IS NULL OR jobs_set_concurrency.queue = ''
+       OR octet_length(jobs_set_concurrency.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_set_concurrency', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_set_concurrency.max_running < 1 THEN
+        PERFORM _jobs_invalid('jobs_set_concurrency', 'max_running', 'must be NULL (no limit) or at least 1');
+    END IF;
+    IF jobs_set_concurrency.per_key < 1 THEN
+        PERFORM _jobs_invalid('jobs_set_concurrency', 'per_key', 'must be NULL (no limit) or at least 1');
+    END IF;
+
+    INSERT INTO jobs_queues AS q (queue, max_running, per_key)
+    VALUES (jobs_set_concurrency.queue, jobs_set_concurrency.max_running, jobs_set_concurrency.per_key)
+    ON CONFLICT (queue) DO UPDATE
+    SET max_running = excluded.max_running,
+        per_key = excluded.per_key,
+        updated_at = now();
+
+    DELETE FROM jobs_queues q
+    WHERE q.queue = jobs_set_concurrency.queue
+      AND NOT q.paused AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL;
+    PERFORM pg_notify('jobs_ready', jobs_set_concurrency.queue);
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) IS 'skiplock: caps how many jobs of a queue run at once (max_running) and per concurrency_key (per_key), exactly and cluster-wide; NULL removes a cap.';
+
+CREATE FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_set_rate_limit.queue IS NULL OR jobs_set_rate_limit.queue = ''
+       OR octet_length(jobs_set_rate_limit.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_set_rate_limit', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_set_rate_limit.max_starts < 1 THEN
+        PERFORM _jobs_invalid('jobs_set_rate_limit', 'max_starts', 'must be NULL (no limit) or at least 1');
+    END IF;
+    IF jobs_set_rate_limit.max_starts IS NOT NULL
+       AND (jobs_set_rate_limit.per IS NULL OR jobs_set_rate_limit.per <= interval '0'
+            OR jobs_set_rate_limit.per > interval '100 years') THEN
+        PERFORM _jobs_invalid('jobs_set_rate_limit', 'per', 'must be a positive interval of at most 100 years');
+    END IF;
+
+    INSERT INTO jobs_queues AS q (queue, max_starts, per)
+    VALUES (jobs_set_rate_limit.queue, jobs_set_rate_limit.max_starts,
+            CASE WHEN jobs_set_rate_limit.max_starts IS NOT NULL THEN jobs_set_rate_limit.per END)
+    ON CONFLICT (queue) DO UPDATE
+    SET max_starts = excluded.max_starts,
+        per = excluded.per,
+        updated_at = now();
+
+    IF jobs_set_rate_limit.max_starts IS NULL THEN
+        DELETE FROM jobs_queue_starts s WHERE s.queue = jobs_set_rate_limit.queue;
+        DELETE FROM jobs_queues q
+        WHERE q.queue = jobs_set_rate_limit.queue
+          AND NOT q.paused AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL;
+    END IF;
+    PERFORM pg_notify('jobs_ready', jobs_set_rate_limit.queue);
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) IS 'skiplock: caps how many jobs of a queue are claimed in any window of length per (max_starts); NULL max_starts removes it.';
 
 CREATE FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -950,6 +1394,8 @@ CREATE TABLE skiplock.jobs (
     unique_key text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
+    concurrency_key text,
+    started_at timestamp with time zone,
     CONSTRAINT jobs_attempts_valid CHECK ((attempts >= 0)),
     CONSTRAINT jobs_errors_is_array CHECK ((jsonb_typeof(errors) = 'array'::text)),
     CONSTRAINT jobs_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
@@ -971,6 +1417,29 @@ ALTER TABLE skiplock.jobs ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE skiplock.jobs_queue_starts (
+    queue text NOT NULL,
+    started_at timestamp with time zone NOT NULL
+);
+
+COMMENT ON TABLE skiplock.jobs_queue_starts IS 'skiplock (private): start times of the last window of each rate-limited queue, read by jobs_claim and jobs_next_start.';
+
+CREATE TABLE skiplock.jobs_queues (
+    queue text NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    max_running integer,
+    per_key integer,
+    max_starts integer,
+    per interval,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT jobs_queues_max_running_valid CHECK ((max_running >= 1)),
+    CONSTRAINT jobs_queues_per_key_valid CHECK ((per_key >= 1)),
+    CONSTRAINT jobs_queues_queue_valid CHECK (((queue <> ''::text) AND (octet_length(queue) <= 200))),
+    CONSTRAINT jobs_queues_rate_valid CHECK ((((max_starts IS NULL) = (per IS NULL)) AND (max_starts >= 1) AND (per > '00:00:00'::interval)))
+);
+
+COMMENT ON TABLE skiplock.jobs_queues IS 'skiplock per-queue settings: paused, concurrency limits (max_running, per_key) and rate limit (max_starts per per). Change only through jobs_pause, jobs_resume, jobs_set_concurrency, jobs_set_rate_limit.';
+
 CREATE TABLE skiplock.jobs_schema_version (
     version integer NOT NULL
 );
@@ -988,13 +1457,25 @@ CREATE TABLE skiplock.jobs_settings (
 
 COMMENT ON TABLE skiplock.jobs_settings IS 'skiplock settings (one row): retry backoff used by jobs_backoff and jobs_fail.';
 
+ALTER TABLE skiplock.jobs
+    ADD CONSTRAINT jobs_concurrency_key_valid CHECK (((concurrency_key <> ''::text) AND (octet_length(concurrency_key) <= 200))) NOT VALID;
+
 ALTER TABLE ONLY skiplock.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY skiplock.jobs_queues
+    ADD CONSTRAINT jobs_queues_pkey PRIMARY KEY (queue);
 
 ALTER TABLE ONLY skiplock.jobs_settings
     ADD CONSTRAINT jobs_settings_pkey PRIMARY KEY (singleton);
 
+CREATE INDEX jobs_queue_starts_idx ON skiplock.jobs_queue_starts USING btree (queue, started_at);
+
 CREATE INDEX jobs_ready_idx ON skiplock.jobs USING btree (queue, priority, run_at, id) WHERE (state = 'queued'::skiplock.jobs_state);
+
+CREATE INDEX jobs_ready_key_idx ON skiplock.jobs USING btree (queue, concurrency_key, priority, run_at, id) WHERE ((state = 'queued'::skiplock.jobs_state) AND (concurrency_key IS NOT NULL));
+
+CREATE INDEX jobs_running_key_idx ON skiplock.jobs USING btree (queue, concurrency_key) WHERE (lease_expires_at IS NOT NULL);
 
 CREATE INDEX jobs_running_lease_idx ON skiplock.jobs USING btree (lease_expires_at) WHERE (lease_expires_at IS NOT NULL);
 
@@ -1005,6 +1486,8 @@ GRANT USAGE ON SCHEMA skiplock TO jobs_worker;
 GRANT USAGE ON SCHEMA skiplock TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) FROM PUBLIC;
 
@@ -1027,11 +1510,11 @@ GRANT ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) TO jobs
 REVOKE ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) TO jobs_worker;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text) TO jobs_producer;
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text) TO jobs_producer;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[]) TO jobs_producer;
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[]) TO jobs_producer;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) TO jobs_worker;
@@ -1047,6 +1530,13 @@ GRANT ALL ON FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease 
 REVOKE ALL ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) TO jobs_worker;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_next_start(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_next_start(queue text) TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_next_start(queue text) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_pause(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_pause(queue text) TO jobs_admin;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) TO jobs_admin;
 
@@ -1054,8 +1544,17 @@ REVOKE ALL ON FUNCTION skiplock.jobs_requeue_expired() FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_requeue_expired() TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_requeue_expired() TO jobs_admin;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_resume(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_resume(queue text) TO jobs_admin;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_retry(id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_retry(id bigint) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) TO jobs_worker;
@@ -1063,5 +1562,7 @@ GRANT ALL ON FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at ti
 REVOKE ALL ON FUNCTION skiplock.jobs_stats() FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_stats() TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_stats() TO jobs_admin;
+
+GRANT SELECT ON TABLE skiplock.jobs_queues TO jobs_admin;
 
 GRANT SELECT,UPDATE ON TABLE skiplock.jobs_settings TO jobs_admin;

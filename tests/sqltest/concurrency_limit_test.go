@@ -46,7 +46,7 @@ func hammerLimitedQueue(t *testing.T, b *testBundle, q string, d time.Duration) 
 	}
 	conns := make([]*pgx.Conn, claimers+1)
 	for i := range conns {
-		conns[i] = b.connect(t)
+		conns[i] = b.Connect(t)
 	}
 	for i := range claimers {
 		wg.Add(1)
@@ -139,8 +139,8 @@ func TestConcurrencyLimitExact(t *testing.T) {
 	t.Run("MaxRunning3", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		enqueueKeyed(t, b.conn, "q", 2000, 0)
-		mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 3)")
+		enqueueKeyed(t, b.Conn, "q", 2000, 0)
+		mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', 3)")
 		r := hammerLimitedQueue(t, b, "q", d)
 		t.Logf("max_running 3: most running observed %d in %d samples, %d claims", r.maxRunning, r.samples, r.claims)
 		if r.maxRunning > 3 {
@@ -154,8 +154,8 @@ func TestConcurrencyLimitExact(t *testing.T) {
 	t.Run("PerKey1Over20Keys", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		enqueueKeyed(t, b.conn, "q", 2000, 20)
-		mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', NULL, 1)")
+		enqueueKeyed(t, b.Conn, "q", 2000, 20)
+		mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', NULL, 1)")
 		r := hammerLimitedQueue(t, b, "q", d)
 		t.Logf("per_key 1 over 20 keys: most running of one key %d (of the queue %d) in %d samples, %d claims",
 			r.maxPerKey, r.maxRunning, r.samples, r.claims)
@@ -170,7 +170,7 @@ func TestConcurrencyLimitExact(t *testing.T) {
 	t.Run("ControlWithoutLimit", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		enqueueKeyed(t, b.conn, "q", 2000, 20)
+		enqueueKeyed(t, b.Conn, "q", 2000, 20)
 		r := hammerLimitedQueue(t, b, "q", d)
 		t.Logf("no limit: most running %d, most of one key %d in %d samples, %d claims",
 			r.maxRunning, r.maxPerKey, r.samples, r.claims)
@@ -207,19 +207,19 @@ func TestConcurrencySlotReturns(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			enqueueKeyed(t, b.conn, "q", 5, 0)
-			mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 2)")
-			jobs := claimN(t, b.conn, "q", 5)
+			enqueueKeyed(t, b.Conn, "q", 5, 0)
+			mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', 2)")
+			jobs := claimN(t, b.Conn, "q", 5)
 			if len(jobs) != 2 {
 				t.Fatalf("claimed %d jobs at max_running 2", len(jobs))
 			}
-			if got := claimN(t, b.conn, "q", 5); len(got) != 0 {
+			if got := claimN(t, b.Conn, "q", 5); len(got) != 0 {
 				t.Fatalf("full queue gave %d more jobs", len(got))
 			}
-			if !queryOne[bool](t, b.conn, p.sql, jobs[0].ID, jobs[0].Attempt) {
+			if !queryOne[bool](t, b.Conn, p.sql, jobs[0].ID, jobs[0].Attempt) {
 				t.Fatalf("%s returned false", p.sql)
 			}
-			if got := claimN(t, b.conn, "q", 5); len(got) != 1 {
+			if got := claimN(t, b.Conn, "q", 5); len(got) != 1 {
 				t.Fatalf("after %s, claim got %d jobs, want the 1 freed slot", p.name, len(got))
 			}
 		})
@@ -228,21 +228,21 @@ func TestConcurrencySlotReturns(t *testing.T) {
 	t.Run("RequeueExpired", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		enqueueKeyed(t, b.conn, "q", 5, 3)
-		mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 2, 1)")
-		if jobs := claim(t, b.conn, "w", 5, []string{"q"}, "100 milliseconds"); len(jobs) != 2 {
+		enqueueKeyed(t, b.Conn, "q", 5, 3)
+		mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', 2, 1)")
+		if jobs := claim(t, b.Conn, "w", 5, []string{"q"}, "100 milliseconds"); len(jobs) != 2 {
 			t.Fatalf("claimed %d jobs at max_running 2", len(jobs))
 		}
-		if got := claimN(t, b.conn, "q", 5); len(got) != 0 {
+		if got := claimN(t, b.Conn, "q", 5); len(got) != 0 {
 			t.Fatalf("full queue gave %d more jobs", len(got))
 		}
-		waitLeasesExpired(t, b.conn)
+		waitLeasesExpired(t, b.Conn)
 		// The leases have expired, but the jobs still hold their slots until taken back.
-		if got := claimN(t, b.conn, "q", 5); len(got) != 0 {
+		if got := claimN(t, b.Conn, "q", 5); len(got) != 0 {
 			t.Fatalf("claim before requeue_expired gave %d jobs", len(got))
 		}
-		mustExec(t, b.conn, "SELECT jobs_requeue_expired()")
-		if got := claimN(t, b.conn, "q", 5); len(got) != 2 {
+		mustExec(t, b.Conn, "SELECT jobs_requeue_expired()")
+		if got := claimN(t, b.Conn, "q", 5); len(got) != 2 {
 			t.Fatalf("after requeue_expired, claim got %d jobs, want 2", len(got))
 		}
 	})
@@ -255,20 +255,20 @@ func TestPerKeyNoHeadOfLineBlocking(t *testing.T) {
 	b := setup(t)
 	// The best jobs all belong to key a; b, c and one job without a key come after.
 	for i := range 3 {
-		enqueue(t, b.conn, fmt.Sprintf("queue => 'q', priority => %d, concurrency_key => 'a'", i))
+		enqueue(t, b.Conn, fmt.Sprintf("queue => 'q', priority => %d, concurrency_key => 'a'", i))
 	}
-	b1 := enqueue(t, b.conn, "queue => 'q', priority => 10, concurrency_key => 'b'")
-	enqueue(t, b.conn, "queue => 'q', priority => 11, concurrency_key => 'b'")
-	none := enqueue(t, b.conn, "queue => 'q', priority => 12")
-	c1 := enqueue(t, b.conn, "queue => 'q', priority => 13, concurrency_key => 'c'")
-	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', NULL, 1)")
+	b1 := enqueue(t, b.Conn, "queue => 'q', priority => 10, concurrency_key => 'b'")
+	enqueue(t, b.Conn, "queue => 'q', priority => 11, concurrency_key => 'b'")
+	none := enqueue(t, b.Conn, "queue => 'q', priority => 12")
+	c1 := enqueue(t, b.Conn, "queue => 'q', priority => 13, concurrency_key => 'c'")
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', NULL, 1)")
 
-	first := claimN(t, b.conn, "q", 1)
+	first := claimN(t, b.Conn, "q", 1)
 	if len(first) != 1 {
 		t.Fatalf("claimed %d jobs, want 1", len(first))
 	}
 	// Key a is now at its limit: the next claims pass over its jobs.
-	got := claimN(t, b.conn, "q", 10)
+	got := claimN(t, b.Conn, "q", 10)
 	ids := make([]int64, len(got))
 	for i, j := range got {
 		ids[i] = j.ID
@@ -277,7 +277,7 @@ func TestPerKeyNoHeadOfLineBlocking(t *testing.T) {
 	if fmt.Sprint(ids) != fmt.Sprint(want) {
 		t.Fatalf("claim with key a at its limit returned %v, want %v (one job per key, in order)", ids, want)
 	}
-	if n := queryOne[int64](t, b.conn,
+	if n := queryOne[int64](t, b.Conn,
 		"SELECT max(n) FROM (SELECT count(*) AS n FROM jobs WHERE state = 'running' AND concurrency_key IS NOT NULL GROUP BY concurrency_key) s"); n != 1 {
 		t.Fatalf("%d running jobs share a key, per_key 1", n)
 	}
@@ -288,29 +288,29 @@ func TestPerKeyNoHeadOfLineBlocking(t *testing.T) {
 func TestLoweringLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	enqueueKeyed(t, b.conn, "q", 10, 0)
-	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 5)")
-	jobs := claimN(t, b.conn, "q", 10)
+	enqueueKeyed(t, b.Conn, "q", 10, 0)
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', 5)")
+	jobs := claimN(t, b.Conn, "q", 10)
 	if len(jobs) != 5 {
 		t.Fatalf("claimed %d jobs at max_running 5", len(jobs))
 	}
-	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 2)")
-	if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs WHERE state = 'running'"); n != 5 {
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', 2)")
+	if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE state = 'running'"); n != 5 {
 		t.Fatalf("%d jobs running after lowering the limit, want the 5 untouched", n)
 	}
 	for i, want := range []int{0, 0, 0, 1} {
-		mustExec(t, b.conn, "SELECT jobs_complete($1, $2)", jobs[i].ID, jobs[i].Attempt)
+		mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", jobs[i].ID, jobs[i].Attempt)
 		// running is now 4, 3, 2, 1.
-		if got := claimN(t, b.conn, "q", 10); len(got) != want {
+		if got := claimN(t, b.Conn, "q", 10); len(got) != want {
 			t.Fatalf("with %d running at max_running 2, claim got %d jobs, want %d", 4-i, len(got), want)
 		}
 	}
 	// Removing the limit lets the rest go.
-	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', NULL)")
-	if got := claimN(t, b.conn, "q", 10); len(got) != 4 {
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', NULL)")
+	if got := claimN(t, b.Conn, "q", 10); len(got) != 4 {
 		t.Fatalf("after removing the limit, claim got %d jobs, want the 4 left", len(got))
 	}
-	if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs_queues"); n != 0 {
+	if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs_queues"); n != 0 {
 		t.Fatalf("%d jobs_queues rows after removing every setting, want 0", n)
 	}
 }
@@ -321,15 +321,15 @@ func TestLoweringLimit(t *testing.T) {
 func TestLimitedClaimNeedsReadCommitted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	enqueueKeyed(t, b.conn, "limited", 3, 0)
-	enqueueKeyed(t, b.conn, "free", 3, 0)
-	enqueueKeyed(t, b.conn, "paused", 3, 0)
-	mustExec(t, b.conn, "SELECT jobs_set_concurrency('limited', 5)")
-	mustExec(t, b.conn, "SELECT jobs_pause('paused')")
+	enqueueKeyed(t, b.Conn, "limited", 3, 0)
+	enqueueKeyed(t, b.Conn, "free", 3, 0)
+	enqueueKeyed(t, b.Conn, "paused", 3, 0)
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('limited', 5)")
+	mustExec(t, b.Conn, "SELECT jobs_pause('paused')")
 
 	for _, iso := range []pgx.TxIsoLevel{pgx.RepeatableRead, pgx.Serializable} {
 		for _, queues := range [][]string{{"limited"}, nil} {
-			tx, err := b.conn.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: iso})
+			tx, err := b.Conn.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: iso})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +337,7 @@ func TestLimitedClaimNeedsReadCommitted(t *testing.T) {
 			pgtest.RequirePgError(t, err, "0A000")
 			_ = tx.Rollback(t.Context())
 		}
-		tx, err := b.conn.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: iso})
+		tx, err := b.Conn.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: iso})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +353,7 @@ func TestLimitedClaimNeedsReadCommitted(t *testing.T) {
 func TestSetConcurrencyBadInput(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	mustExec(t, b.conn, "SELECT jobs_set_concurrency('q', 4, 2)")
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', 4, 2)")
 	for _, c := range []struct{ args, param string }{
 		{"NULL, 1", "queue"},
 		{"'', 1", "queue"},
@@ -363,7 +363,7 @@ func TestSetConcurrencyBadInput(t *testing.T) {
 		{"'q', 1, 0", "per_key"},
 		{"'q', NULL, -5", "per_key"},
 	} {
-		_, err := b.conn.Exec(t.Context(), "SELECT jobs_set_concurrency("+c.args+")")
+		_, err := b.Conn.Exec(t.Context(), "SELECT jobs_set_concurrency("+c.args+")")
 		if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != c.param {
 			t.Fatalf("jobs_set_concurrency(%s): error names %q, want %q", c.args, pgErr.ColumnName, c.param)
 		}
@@ -372,19 +372,19 @@ func TestSetConcurrencyBadInput(t *testing.T) {
 		{"'k', concurrency_key => ''", "concurrency_key"},
 		{"'k', concurrency_key => repeat('x', 201)", "concurrency_key"},
 	} {
-		_, err := b.conn.Exec(t.Context(), "SELECT jobs_enqueue("+c.args+")")
+		_, err := b.Conn.Exec(t.Context(), "SELECT jobs_enqueue("+c.args+")")
 		if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != c.param {
 			t.Fatalf("jobs_enqueue(%s): error names %q, want %q", c.args, pgErr.ColumnName, c.param)
 		}
 	}
-	_, err := b.conn.Exec(t.Context(), "SELECT jobs_enqueue_many(ARRAY['k', 'k'], concurrency_keys => ARRAY['a', ''])")
+	_, err := b.Conn.Exec(t.Context(), "SELECT jobs_enqueue_many(ARRAY['k', 'k'], concurrency_keys => ARRAY['a', ''])")
 	if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != "concurrency_keys[2]" {
 		t.Fatalf("jobs_enqueue_many: error names %q, want concurrency_keys[2]", pgErr.ColumnName)
 	}
-	if s := queryOne[string](t, b.conn, "SELECT format('%s/%s', max_running, per_key) FROM jobs_queues WHERE queue = 'q'"); s != "4/2" {
+	if s := queryOne[string](t, b.Conn, "SELECT format('%s/%s', max_running, per_key) FROM jobs_queues WHERE queue = 'q'"); s != "4/2" {
 		t.Fatalf("settings after bad calls %s, want 4/2", s)
 	}
-	if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs"); n != 0 {
+	if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs"); n != 0 {
 		t.Fatalf("%d jobs after bad enqueues, want 0", n)
 	}
 }

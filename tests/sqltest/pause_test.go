@@ -15,26 +15,26 @@ func TestPause(t *testing.T) {
 	t.Run("ReturnsWhetherThisCallChangedIt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		if !queryOne[bool](t, b.conn, "SELECT jobs_pause('a')") {
+		if !queryOne[bool](t, b.Conn, "SELECT jobs_pause('a')") {
 			t.Fatal("first jobs_pause returned false")
 		}
-		if queryOne[bool](t, b.conn, "SELECT jobs_pause('a')") {
+		if queryOne[bool](t, b.Conn, "SELECT jobs_pause('a')") {
 			t.Fatal("second jobs_pause returned true")
 		}
-		if !queryOne[bool](t, b.conn, "SELECT paused FROM jobs_queues WHERE queue = 'a'") {
+		if !queryOne[bool](t, b.Conn, "SELECT paused FROM jobs_queues WHERE queue = 'a'") {
 			t.Fatal("jobs_queues does not show queue a paused")
 		}
-		if !queryOne[bool](t, b.conn, "SELECT jobs_resume('a')") {
+		if !queryOne[bool](t, b.Conn, "SELECT jobs_resume('a')") {
 			t.Fatal("first jobs_resume returned false")
 		}
-		if queryOne[bool](t, b.conn, "SELECT jobs_resume('a')") {
+		if queryOne[bool](t, b.Conn, "SELECT jobs_resume('a')") {
 			t.Fatal("second jobs_resume returned true")
 		}
-		if queryOne[bool](t, b.conn, "SELECT jobs_resume('never_paused')") {
+		if queryOne[bool](t, b.Conn, "SELECT jobs_resume('never_paused')") {
 			t.Fatal("jobs_resume of a queue never paused returned true")
 		}
 		// Nothing is left set, so nothing is left in the table.
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs_queues"); n != 0 {
+		if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs_queues"); n != 0 {
 			t.Fatalf("%d jobs_queues rows after resuming, want 0", n)
 		}
 	})
@@ -42,29 +42,29 @@ func TestPause(t *testing.T) {
 	t.Run("PausedQueueGivesNoJobs", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		a := enqueue(t, b.conn, "queue => 'a'")
-		enqueue(t, b.conn, "queue => 'b', priority => 5")
-		mustExec(t, b.conn, "SELECT jobs_pause('a')")
+		a := enqueue(t, b.Conn, "queue => 'a'")
+		enqueue(t, b.Conn, "queue => 'b', priority => 5")
+		mustExec(t, b.Conn, "SELECT jobs_pause('a')")
 
-		if jobs := claim(t, b.conn, "w", 10, []string{"a"}, "1 minute"); len(jobs) != 0 {
+		if jobs := claim(t, b.Conn, "w", 10, []string{"a"}, "1 minute"); len(jobs) != 0 {
 			t.Fatalf("claim of the paused queue returned %d jobs", len(jobs))
 		}
 		for _, queues := range [][]string{nil, {"a", "b"}} {
-			jobs := claim(t, b.conn, "w", 10, queues, "1 minute")
+			jobs := claim(t, b.Conn, "w", 10, queues, "1 minute")
 			if len(jobs) != 1 || jobs[0].Queue != "b" {
 				t.Fatalf("claim of %v returned %+v, want the one job of queue b", queues, jobs)
 			}
-			mustExec(t, b.conn, "SELECT jobs_snooze($1, $2, now())", jobs[0].ID, jobs[0].Attempt)
+			mustExec(t, b.Conn, "SELECT jobs_snooze($1, $2, now())", jobs[0].ID, jobs[0].Attempt)
 		}
 
 		// Enqueue still works while paused.
-		enqueue(t, b.conn, "queue => 'a'")
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs WHERE queue = 'a' AND state = 'queued'"); n != 2 {
+		enqueue(t, b.Conn, "queue => 'a'")
+		if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE queue = 'a' AND state = 'queued'"); n != 2 {
 			t.Fatalf("%d queued jobs in queue a, want 2", n)
 		}
 
-		mustExec(t, b.conn, "SELECT jobs_resume('a')")
-		jobs := claim(t, b.conn, "w", 10, []string{"a"}, "1 minute")
+		mustExec(t, b.Conn, "SELECT jobs_resume('a')")
+		jobs := claim(t, b.Conn, "w", 10, []string{"a"}, "1 minute")
 		if len(jobs) != 2 || jobs[0].ID != a {
 			t.Fatalf("after resume, claim returned %+v, want both jobs of queue a starting with %d", jobs, a)
 		}
@@ -74,29 +74,29 @@ func TestPause(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		for range 4 {
-			enqueue(t, b.conn, "queue => 'a', max_attempts => 3")
+			enqueue(t, b.Conn, "queue => 'a', max_attempts => 3")
 		}
-		jobs := claim(t, b.conn, "w", 4, []string{"a"}, "1 second")
+		jobs := claim(t, b.Conn, "w", 4, []string{"a"}, "1 second")
 		if len(jobs) != 4 {
 			t.Fatalf("claimed %d jobs, want 4", len(jobs))
 		}
-		mustExec(t, b.conn, "SELECT jobs_pause('a')")
+		mustExec(t, b.Conn, "SELECT jobs_pause('a')")
 
-		if !queryOne[bool](t, b.conn, "SELECT jobs_heartbeat($1, $2, '1 second')", jobs[0].ID, jobs[0].Attempt) {
+		if !queryOne[bool](t, b.Conn, "SELECT jobs_heartbeat($1, $2, '1 second')", jobs[0].ID, jobs[0].Attempt) {
 			t.Fatal("heartbeat of a running job of a paused queue failed")
 		}
-		if !queryOne[bool](t, b.conn, "SELECT jobs_complete($1, $2)", jobs[0].ID, jobs[0].Attempt) {
+		if !queryOne[bool](t, b.Conn, "SELECT jobs_complete($1, $2)", jobs[0].ID, jobs[0].Attempt) {
 			t.Fatal("complete of a running job of a paused queue failed")
 		}
-		if s := queryOne[string](t, b.conn, "SELECT jobs_fail($1, $2, 'boom', now())::text", jobs[1].ID, jobs[1].Attempt); s != "queued" {
+		if s := queryOne[string](t, b.Conn, "SELECT jobs_fail($1, $2, 'boom', now())::text", jobs[1].ID, jobs[1].Attempt); s != "queued" {
 			t.Fatalf("fail of a running job of a paused queue gave %q, want queued", s)
 		}
 		// Expired leases are still taken back, to queued, where the pause holds them.
-		waitLeasesExpired(t, b.conn)
-		if n := queryOne[int32](t, b.conn, "SELECT jobs_requeue_expired()"); n != 2 {
+		waitLeasesExpired(t, b.Conn)
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 2 {
 			t.Fatalf("jobs_requeue_expired took back %d jobs, want 2", n)
 		}
-		if jobs := claim(t, b.conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
+		if jobs := claim(t, b.Conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
 			t.Fatalf("claim returned %d jobs of the paused queue", len(jobs))
 		}
 	})
@@ -105,24 +105,24 @@ func TestPause(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		l := listen(t, b)
-		mustExec(t, b.conn, "SELECT jobs_pause('a')")
-		mustExec(t, b.conn, "SELECT jobs_resume('a')")
-		mustExec(t, b.conn, "SELECT jobs_resume('a')") // not paused: no notification
+		mustExec(t, b.Conn, "SELECT jobs_pause('a')")
+		mustExec(t, b.Conn, "SELECT jobs_resume('a')")
+		mustExec(t, b.Conn, "SELECT jobs_resume('a')") // not paused: no notification
 		requirePayloads(t, l.drain(t, b), "a")
 	})
 
 	t.Run("SurvivesSettingLimits", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		enqueue(t, b.conn, "queue => 'a'")
-		mustExec(t, b.conn, "SELECT jobs_pause('a')")
-		mustExec(t, b.conn, "SELECT jobs_set_concurrency('a', 5)")
-		mustExec(t, b.conn, "SELECT jobs_set_concurrency('a', NULL)")
-		if jobs := claim(t, b.conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
+		enqueue(t, b.Conn, "queue => 'a'")
+		mustExec(t, b.Conn, "SELECT jobs_pause('a')")
+		mustExec(t, b.Conn, "SELECT jobs_set_concurrency('a', 5)")
+		mustExec(t, b.Conn, "SELECT jobs_set_concurrency('a', NULL)")
+		if jobs := claim(t, b.Conn, "w", 10, nil, "1 minute"); len(jobs) != 0 {
 			t.Fatalf("claim returned %d jobs of the paused queue", len(jobs))
 		}
-		mustExec(t, b.conn, "SELECT jobs_resume('a')")
-		if jobs := claim(t, b.conn, "w", 10, nil, "1 minute"); len(jobs) != 1 {
+		mustExec(t, b.Conn, "SELECT jobs_resume('a')")
+		if jobs := claim(t, b.Conn, "w", 10, nil, "1 minute"); len(jobs) != 1 {
 			t.Fatalf("claim returned %d jobs after resume, want 1", len(jobs))
 		}
 	})
@@ -132,14 +132,14 @@ func TestPause(t *testing.T) {
 		b := setup(t)
 		for _, call := range []string{"jobs_pause", "jobs_resume"} {
 			for _, arg := range []string{"NULL", "''", "repeat('x', 201)"} {
-				_, err := b.conn.Exec(t.Context(), "SELECT "+call+"("+arg+")")
+				_, err := b.Conn.Exec(t.Context(), "SELECT "+call+"("+arg+")")
 				pgErr := pgtest.RequirePgError(t, err, "22023")
 				if pgErr.ColumnName != "queue" {
 					t.Fatalf("%s(%s): error names %q, want queue", call, arg, pgErr.ColumnName)
 				}
 			}
 		}
-		if n := queryOne[int64](t, b.conn, "SELECT count(*) FROM jobs_queues"); n != 0 {
+		if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs_queues"); n != 0 {
 			t.Fatalf("%d jobs_queues rows after bad calls, want 0", n)
 		}
 	})
