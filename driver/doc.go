@@ -30,7 +30,8 @@
 //
 // Payloads are encoded with encoding/json. [EnqueueOpts] choose the queue, the time the job
 // becomes ready (RunAt, or Delay by the database's clock), the priority (lower runs first),
-// the attempt budget and a unique key.
+// the attempt budget, a unique key and a concurrency key (ConcurrencyKey: the jobs of a
+// queue that share it count together against the queue's per-key concurrency limit).
 //
 // # Handlers
 //
@@ -55,6 +56,13 @@
 // waiting for a notification, so a backlog drains in batches whose size follows the rate at
 // which jobs finish. Claims of one queue are at least [Config.FetchCooldown] apart, so that
 // a storm of notifications becomes a few large claims rather than many small ones.
+//
+// Flow control needs no configuration here: pausing a queue (jobs_pause), its concurrency
+// limits (jobs_set_concurrency) and rate limit (jobs_set_rate_limit) are enforced by
+// jobs_claim. A paused or fully limited queue's claims come back empty, and its loop waits as
+// for an empty queue; jobs_resume notifies, so idle workers start at once. When a rate limit
+// cut a claim short, the loop asks jobs_next_start and holds its claims until then (at most a
+// poll interval) instead of polling or spinning.
 //
 // The LISTEN connection is separate from the pool: [Config.ListenerURL], or else a
 // connection made from the pool's configuration. When it fails it is reconnected with
