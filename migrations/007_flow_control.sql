@@ -3,8 +3,10 @@
 -- per concurrency_key, exactly and cluster-wide; jobs_set_rate_limit caps how many start in
 -- any window, and jobs_next_start says when the next may. jobs_claim keeps its signature and,
 -- for requests that touch no paused or limited queue, its plan (one probe of jobs_queues
--- first); the rest goes through _jobs_claim_limited. Both set started_at. The schema they
--- use came in 006.
+-- first); the rest goes through _jobs_claim_limited. Both set started_at. The functions that
+-- take a job out of running (complete, complete_many, fail, snooze, cancel, requeue_expired)
+-- NOTIFY jobs_ready when its queue has a concurrency limit, so workers waiting for a slot
+-- claim as soon as one comes back. The schema they use came in 006.
 --
 -- jobs_enqueue and jobs_enqueue_many gain a trailing concurrency_key(s) argument.
 -- CREATE OR REPLACE cannot add an argument to a function (it would create an overload that
@@ -25,6 +27,12 @@ DROP FUNCTION IF EXISTS jobs_enqueue_many(text[], jsonb[], text[], timestamptz[]
 {{ template "snapshots/007/functions/jobs_enqueue_many.sql" . }}
 {{ template "snapshots/007/functions/_jobs_claim_limited.sql" . }}
 {{ template "snapshots/007/functions/jobs_claim.sql" . }}
+{{ template "snapshots/007/functions/jobs_complete.sql" . }}
+{{ template "snapshots/007/functions/jobs_complete_many.sql" . }}
+{{ template "snapshots/007/functions/jobs_fail.sql" . }}
+{{ template "snapshots/007/functions/jobs_snooze.sql" . }}
+{{ template "snapshots/007/functions/jobs_requeue_expired.sql" . }}
+{{ template "snapshots/007/functions/jobs_cancel.sql" . }}
 {{ template "snapshots/007/functions/jobs_pause.sql" . }}
 {{ template "snapshots/007/functions/jobs_resume.sql" . }}
 {{ template "snapshots/007/functions/jobs_set_concurrency.sql" . }}

@@ -362,6 +362,8 @@ CREATE FUNCTION skiplock.jobs_cancel(id bigint) RETURNS boolean
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
+DECLARE
+    v_queue text;
 BEGIN
     IF jobs_cancel.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
@@ -372,8 +374,18 @@ BEGIN
         finished_at = now(),
         lease_expires_at = NULL
     WHERE j.id = jobs_cancel.id
-      AND j.state IN ('queued', 'running');
-    RETURN FOUND;
+      AND j.state IN ('queued', 'running')
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    -- A slot of a concurrency-limited queue may have come back (when the job was running):
+    -- wake the workers waiting for one.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    RETURN true;
 END;
 $$;
 
@@ -384,6 +396,8 @@ CREATE FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) RET
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
+DECLARE
+    v_queue text;
 BEGIN
     IF jobs_cancel.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
@@ -405,8 +419,17 @@ BEGIN
                                                 'worker', j.lease_holder)
     WHERE j.id = jobs_cancel.id
       AND j.state = 'running'
-      AND j.attempts = jobs_cancel.attempt;
-    RETURN FOUND;
+      AND j.attempts = jobs_cancel.attempt
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    RETURN true;
 END;
 $$;
 
@@ -531,6 +554,8 @@ CREATE FUNCTION skiplock.jobs_complete(id bigint, attempt integer) RETURNS boole
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
+DECLARE
+    v_queue text;
 BEGIN
     IF jobs_complete.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_complete', 'id', 'must not be NULL');
@@ -545,8 +570,17 @@ BEGIN
         lease_expires_at = NULL
     WHERE j.id = jobs_complete.id
       AND j.state = 'running'
-      AND j.attempts = jobs_complete.attempt;
-    RETURN FOUND;
+      AND j.attempts = jobs_complete.attempt
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    RETURN true;
 END;
 $$;
 
@@ -577,13 +611,22 @@ BEGIN
               AND j.state = 'running'
             FOR NO KEY UPDATE
         ) AS l
+    ), done AS (
+        UPDATE jobs j
+        SET state = 'done',
+            finished_at = now(),
+            lease_expires_at = NULL
+        WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
+        RETURNING j.id, j.queue
+    ), woken AS (
+        -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
+        SELECT pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue IN (SELECT d.queue FROM done d)
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL)
     )
-    UPDATE jobs j
-    SET state = 'done',
-        finished_at = now(),
-        lease_expires_at = NULL
-    WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
-    RETURNING j.id;
+    -- Referencing woken is what runs it (once, over all of done).
+    SELECT d.id FROM done d WHERE (SELECT count(*) FROM woken) >= 0;
 END;
 $$;
 
@@ -918,6 +961,11 @@ BEGIN
 
     IF v_state = 'queued' AND v_run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', v_queue);
+    ELSIF v_state IS NOT NULL THEN
+        -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
+        PERFORM pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
     END IF;
     RETURN v_state;
 END;
@@ -1176,7 +1224,11 @@ BEGIN
         RETURNING j.queue, j.state
     ), woken AS (
         SELECT pg_notify('jobs_ready', q.queue)
-        FROM (SELECT DISTINCT r.queue FROM requeued r WHERE r.state = 'queued') AS q
+        FROM (SELECT DISTINCT r.queue FROM requeued r
+              WHERE r.state = 'queued'
+                 -- a dead job of a concurrency-limited queue gives its slot back too
+                 OR EXISTS (SELECT FROM jobs_queues q
+                            WHERE q.queue = r.queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL))) AS q
     )
     SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM woken) INTO v_count, v_woken;
     RETURN v_count;
@@ -1351,6 +1403,11 @@ BEGIN
 
     IF jobs_snooze.run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', v_queue);
+    ELSE
+        -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
+        PERFORM pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
     END IF;
     RETURN true;
 END;

@@ -29,6 +29,9 @@
 //	               apart; enqueue commit -> handler start
 //	steady         -producers enqueue at full rate while the workers drain, -steady-duration
 //	bloat          work_drain with -bloat-rows finished jobs in the table (ratio to work_drain)
+//	limit_slots    work_drain on a queue with max_running = -workers (ratio to work_drain)
+//	limit_half     work_drain on a queue with max_running = -workers/2 (ratio to work_drain)
+//	limit_per_key  work_drain of jobs over 100 concurrency keys, per_key 1 (ratio to work_drain)
 //	held_xmin      steady while another session holds a REPEATABLE READ snapshot (ratio to steady)
 //	scale          work_drain with 1, 2 and 4 worker processes (this binary re-executed)
 //	naive          the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
@@ -37,8 +40,8 @@
 //	               suite of internal/chaos with N jobs, -chaos-workers processes and
 //	               -chaos-kills kills, fast and immediate restarts; see chaos.go
 //
-// The ratios at the end (work_drain to naive, bloat to work_drain, held_xmin to steady,
-// scale) are the numbers to compare across machines: both sides ran in the same run on
+// The ratios at the end (work_drain to naive, bloat and the limit_* drains to work_drain,
+// held_xmin to steady, scale) are the numbers to compare across machines: both sides ran in the same run on
 // the same server, so load from elsewhere affects them alike.
 //
 // # Peers

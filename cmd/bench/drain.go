@@ -2,17 +2,32 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
+	"github.com/skiplock/skiplock/driver"
 )
+
+// drainLimits are the flow-control settings of a limited drain (the limit_* scenarios): the
+// queue's jobs_set_concurrency arguments (0: no limit of that kind), and how many
+// concurrency keys the jobs cycle through (0: no keys).
+type drainLimits struct {
+	maxRunning int
+	perKey     int
+	keys       int
+}
 
 // workDrain: N no-op jobs queued, then the workers start; time from starting them to the
 // last completion committed. With preloadDone > 0 (the bloat scenario) that many finished
-// jobs are put in the table first, straight through SQL, and vacuumed.
-func (r *runner) workDrain(ctx context.Context, name string, preloadDone int) (*result, error) {
+// jobs are put in the table first, straight through SQL, and vacuumed. With limits, the
+// jobs get concurrency keys and the queue its concurrency limits before the workers start.
+func (r *runner) workDrain(ctx context.Context, name string, preloadDone int, limits *drainLimits) (*result, error) {
 	pool, err := r.e.newPool(ctx, r.cfg.pool)
 	if err != nil {
 		return nil, err
@@ -36,8 +51,24 @@ func (r *runner) workDrain(ctx context.Context, name string, preloadDone int) (*
 		}
 		logf("%s: %d finished jobs in place after %s", name, preloadDone, time.Since(began).Round(time.Millisecond))
 	}
-	if err := r.bulkLoad(ctx, pool, int(n), nil); err != nil {
+	if limits != nil && limits.keys > 0 {
+		if err := r.bulkLoadKeyed(ctx, pool, int(n), limits.keys); err != nil {
+			return nil, err
+		}
+	} else if err := r.bulkLoad(ctx, pool, int(n), nil); err != nil {
 		return nil, err
+	}
+	if limits != nil {
+		if _, err := pool.Exec(ctx, "SELECT jobs_set_concurrency($1, nullif($2, 0), nullif($3, 0))",
+			benchQueue, limits.maxRunning, limits.perKey); err != nil {
+			return nil, fmt.Errorf("failed to set the queue's concurrency limits: %w", err)
+		}
+		defer func() {
+			// The next scenarios drain the same queue without limits.
+			if _, err := pool.Exec(context.WithoutCancel(ctx), "SELECT jobs_set_concurrency($1, NULL)", benchQueue); err != nil {
+				logf("%s: failed to remove the queue's concurrency limits: %v", name, err)
+			}
+		}()
 	}
 	if err := settle(ctx, pool, "jobs"); err != nil {
 		return nil, err
@@ -84,6 +115,36 @@ func (r *runner) workDrain(ctx context.Context, name string, preloadDone int) (*
 		res.Add("finished_jobs_in_table", preloadDone)
 		res.note("%d done jobs in the table", preloadDone)
 	}
+	if limits != nil {
+		if limits.maxRunning > 0 {
+			res.Add("max_running", limits.maxRunning)
+			res.note("max_running %d", limits.maxRunning)
+		}
+		if limits.perKey > 0 {
+			res.Add("per_key", limits.perKey)
+			res.Add("concurrency_keys", limits.keys)
+			res.note("per_key %d over %d keys", limits.perKey, limits.keys)
+		}
+	}
 	res.note("%d slots", r.cfg.workers)
 	return res, nil
+}
+
+// bulkLoadKeyed enqueues n jobs like bulkLoad, job i with concurrency key "k<i mod keys>", so
+// that the keys interleave in claim order.
+func (r *runner) bulkLoadKeyed(ctx context.Context, pool *pgxpool.Pool, n, keys int) error {
+	now := time.Now()
+	for off := 0; off < n; off += r.cfg.batch {
+		size := min(r.cfg.batch, n-off)
+		params := make([]driver.EnqueueParams, size)
+		for i := range params {
+			seq := off + i
+			params[i] = driver.EnqueueParams{Kind: benchKind, Payload: json.RawMessage(payload(int64(seq), now)),
+				Opts: &driver.EnqueueOpts{ConcurrencyKey: "k" + strconv.Itoa(seq%keys)}}
+		}
+		if _, err := driver.EnqueueMany(ctx, pool, params); err != nil {
+			return err
+		}
+	}
+	return nil
 }

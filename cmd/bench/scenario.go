@@ -66,9 +66,11 @@ var scenarios = []scenario{
 		peers: bothPeers,
 	},
 	{
-		name:  "work_drain",
-		doc:   "N no-op jobs queued, then the workers start; time to the last completion",
-		run:   func(ctx context.Context, r *runner, _ int) (*result, error) { return r.workDrain(ctx, "work_drain", 0) },
+		name: "work_drain",
+		doc:  "N no-op jobs queued, then the workers start; time to the last completion",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
+			return r.workDrain(ctx, "work_drain", 0, nil)
+		},
 		peers: bothPeers,
 	},
 	{
@@ -89,10 +91,37 @@ var scenarios = []scenario{
 		name: "bloat",
 		doc:  "work_drain with -bloat-rows finished jobs in the table (ratio to work_drain)",
 		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
-			return r.workDrain(ctx, "bloat", r.cfg.bloatRows)
+			return r.workDrain(ctx, "bloat", r.cfg.bloatRows, nil)
 		},
 		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
 			means: "drain with -bloat-rows finished jobs in the table vs a clean table (1.00: no cost)"},
+	},
+	{
+		name: "limit_slots",
+		doc:  "work_drain on a queue with max_running = -workers (ratio to work_drain)",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
+			return r.workDrain(ctx, "limit_slots", 0, &drainLimits{maxRunning: r.cfg.workers})
+		},
+		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
+			means: "drain of a queue with max_running = slots vs no limit (aim: at least 0.70)"},
+	},
+	{
+		name: "limit_half",
+		doc:  "work_drain on a queue with max_running = -workers/2 (ratio to work_drain)",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
+			return r.workDrain(ctx, "limit_half", 0, &drainLimits{maxRunning: max(1, r.cfg.workers/2)})
+		},
+		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
+			means: "drain of a queue with max_running = slots/2 vs no limit"},
+	},
+	{
+		name: "limit_per_key",
+		doc:  "work_drain of jobs over 100 concurrency keys, per_key 1 (ratio to work_drain)",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
+			return r.workDrain(ctx, "limit_per_key", 0, &drainLimits{perKey: 1, keys: 100})
+		},
+		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
+			means: "drain of a queue with per_key 1 over 100 keys vs no limit"},
 	},
 	{
 		name: "held_xmin",

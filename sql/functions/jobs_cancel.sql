@@ -9,7 +9,9 @@
 --           other state, or an unknown id, returns false and nothing changes. A worker still
 --           running a cancelled job is fenced out: its jobs_complete, jobs_snooze and fenced
 --           jobs_cancel return false, jobs_fail returns NULL and jobs_heartbeat returns false
---           (the driver then cancels the handler's context).
+--           (the driver then cancels the handler's context). When the job's queue has a
+--           concurrency limit, NOTIFYs jobs_ready with the queue name at commit (a running
+--           job's slot came back).
 -- Locks:    the job's row, until the caller's transaction ends; waits for a claim or
 --           completion in progress on it to commit.
 -- States:   queued -> cancelled, running -> cancelled; finished_at = now(), lease cleared.
@@ -22,6 +24,8 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_queue text;
 BEGIN
     IF jobs_cancel.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
@@ -32,8 +36,18 @@ BEGIN
         finished_at = now(),
         lease_expires_at = NULL
     WHERE j.id = jobs_cancel.id
-      AND j.state IN ('queued', 'running');
-    RETURN FOUND;
+      AND j.state IN ('queued', 'running')
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    -- A slot of a concurrency-limited queue may have come back (when the job was running):
+    -- wake the workers waiting for one.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    RETURN true;
 END;
 $$;
 
@@ -46,6 +60,7 @@ COMMENT ON FUNCTION jobs_cancel(bigint) IS
 --           further attempts; jobs_retry can bring it back) and true is returned. Sets
 --           last_error and appends {"attempt", "at", "error", "worker"} to the errors
 --           history, as jobs_fail does. error is stored up to its first 10000 characters.
+--           NOTIFYs jobs_ready at commit when the job's queue has a concurrency limit.
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> cancelled; finished_at = now(), lease cleared.
 -- Time:     now() (transaction start).
@@ -57,6 +72,8 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_queue text;
 BEGIN
     IF jobs_cancel.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
@@ -78,8 +95,17 @@ BEGIN
                                                 'worker', j.lease_holder)
     WHERE j.id = jobs_cancel.id
       AND j.state = 'running'
-      AND j.attempts = jobs_cancel.attempt;
-    RETURN FOUND;
+      AND j.attempts = jobs_cancel.attempt
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    RETURN true;
 END;
 $$;
 

@@ -4,7 +4,9 @@
 --           exactly this attempt. Otherwise (unknown id, already finished, cancelled, lease
 --           expired and requeued, claimed again by another worker at a higher attempt)
 --           returns false and changes nothing. A worker whose lease expired can still
---           complete while nobody has taken the job over.
+--           complete while nobody has taken the job over. When the job's queue has a
+--           concurrency limit (jobs_queues), NOTIFYs jobs_ready with the queue name at
+--           commit: a slot came back, and workers waiting for one claim at once.
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> done; sets finished_at = now(), clears lease_expires_at.
 -- Time:     now() (transaction start).
@@ -16,6 +18,8 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_queue text;
 BEGIN
     IF jobs_complete.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_complete', 'id', 'must not be NULL');
@@ -30,8 +34,17 @@ BEGIN
         lease_expires_at = NULL
     WHERE j.id = jobs_complete.id
       AND j.state = 'running'
-      AND j.attempts = jobs_complete.attempt;
-    RETURN FOUND;
+      AND j.attempts = jobs_complete.attempt
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    RETURN true;
 END;
 $$;
 

@@ -2,7 +2,8 @@
 --
 -- Promises: for each (ids[i], attempts[i]) the same fenced rule as jobs_complete; pairs whose
 --           job is no longer held at that attempt are left alone and missing from the result.
---           A duplicate pair counts once.
+--           A duplicate pair counts once. NOTIFYs jobs_ready at commit for each
+--           concurrency-limited queue (jobs_queues) that got slots back.
 -- Locks:    the completed rows, until the caller's transaction ends. Rows are locked in id
 --           order, so two overlapping batches cannot deadlock each other.
 -- States:   running -> done; sets finished_at = now(), clears lease_expires_at.
@@ -36,13 +37,22 @@ BEGIN
               AND j.state = 'running'
             FOR NO KEY UPDATE
         ) AS l
+    ), done AS (
+        UPDATE jobs j
+        SET state = 'done',
+            finished_at = now(),
+            lease_expires_at = NULL
+        WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
+        RETURNING j.id, j.queue
+    ), woken AS (
+        -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
+        SELECT pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue IN (SELECT d.queue FROM done d)
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL)
     )
-    UPDATE jobs j
-    SET state = 'done',
-        finished_at = now(),
-        lease_expires_at = NULL
-    WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
-    RETURNING j.id;
+    -- Referencing woken is what runs it (once, over all of done).
+    SELECT d.id FROM done d WHERE (SELECT count(*) FROM woken) >= 0;
 END;
 $$;
 

@@ -6,7 +6,9 @@
 --           reached max_attempts the job becomes dead; otherwise it is queued again at
 --           retry_at, or when retry_at is NULL at now() + jobs_backoff(attempt). Returns the
 --           job's new state ('queued' or 'dead'). A retry that is ready at once NOTIFYs
---           jobs_ready at commit. error is stored up to its first 10000 characters.
+--           jobs_ready at commit, and so does any failure of a job whose queue has a
+--           concurrency limit (its slot came back). error is stored up to its first 10000
+--           characters.
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> queued (retry) or running -> dead (attempts exhausted; finished_at set).
 -- Time:     now() (transaction start).
@@ -53,6 +55,11 @@ BEGIN
 
     IF v_state = 'queued' AND v_run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', v_queue);
+    ELSIF v_state IS NOT NULL THEN
+        -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
+        PERFORM pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
     END IF;
     RETURN v_state;
 END;

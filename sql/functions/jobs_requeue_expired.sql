@@ -9,7 +9,8 @@
 --           sessions at once: rows another session is changing are skipped (SKIP LOCKED),
 --           and a job whose lease was extended or that was completed meanwhile is rechecked
 --           and left alone. Cheap when nothing expired (one probe of jobs_running_lease_idx).
---           NOTIFYs jobs_ready for each queue that got a job back.
+--           NOTIFYs jobs_ready for each queue that got a job back, and for each
+--           concurrency-limited queue (jobs_queues) whose jobs went dead (slots came back).
 -- Locks:    the expired rows, until the caller's transaction ends.
 -- States:   running -> queued, or running -> dead (finished_at set).
 -- Time:     now() (transaction start).
@@ -54,7 +55,11 @@ BEGIN
         RETURNING j.queue, j.state
     ), woken AS (
         SELECT pg_notify('jobs_ready', q.queue)
-        FROM (SELECT DISTINCT r.queue FROM requeued r WHERE r.state = 'queued') AS q
+        FROM (SELECT DISTINCT r.queue FROM requeued r
+              WHERE r.state = 'queued'
+                 -- a dead job of a concurrency-limited queue gives its slot back too
+                 OR EXISTS (SELECT FROM jobs_queues q
+                            WHERE q.queue = r.queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL))) AS q
     )
     SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM woken) INTO v_count, v_woken;
     RETURN v_count;

@@ -5,7 +5,8 @@
 --           attempt number is the fencing token and must not be handed out twice; instead
 --           max_attempts is raised by one (saturating at 2147483647), so the snoozed attempt
 --           does not count against the job's budget. A job that is ready at once NOTIFYs
---           jobs_ready at commit.
+--           jobs_ready at commit, and so does any snooze of a job whose queue has a
+--           concurrency limit (its slot came back).
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> queued; max_attempts + 1, lease cleared.
 -- Time:     now() (transaction start).
@@ -46,6 +47,11 @@ BEGIN
 
     IF jobs_snooze.run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', v_queue);
+    ELSE
+        -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
+        PERFORM pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
     END IF;
     RETURN true;
 END;

@@ -388,3 +388,49 @@ func TestSetConcurrencyBadInput(t *testing.T) {
 		t.Fatalf("%d jobs after bad enqueues, want 0", n)
 	}
 }
+
+// TestSlotReturnNotifies: every path that takes a job of a concurrency-limited queue out of
+// running NOTIFYs jobs_ready with the queue name, so a worker whose claim the limit cut
+// short claims as soon as a slot comes back; the same calls on a queue without limits send
+// nothing new.
+func TestSlotReturnNotifies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := listen(t, b)
+	enqueueKeyed(t, b.Conn, "q", 10, 0)
+	enqueueKeyed(t, b.Conn, "free", 10, 0)
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', 10)")
+	mustExec(t, b.Conn, "UPDATE jobs SET max_attempts = 1 WHERE id IN (SELECT max(id) FROM jobs GROUP BY queue)")
+	l.drain(t, b)
+
+	for _, queue := range []string{"q", "free"} {
+		jobs := claim(t, b.Conn, "w", 10, []string{queue}, "1 hour")
+		if len(jobs) != 10 {
+			t.Fatalf("claimed %d jobs of %s, want 10", len(jobs), queue)
+		}
+		var want []string
+		if queue == "q" {
+			want = []string{"q"}
+		}
+		for i, sql := range []string{
+			"SELECT jobs_complete($1, $2)",
+			"SELECT count(*) = 1 FROM jobs_complete_many(ARRAY[$1::bigint], ARRAY[$2::int])",
+			"SELECT jobs_fail($1, $2, 'boom', now() + interval '1 hour') IS NOT NULL",
+			"SELECT jobs_snooze($1, $2, now() + interval '1 hour')",
+			"SELECT jobs_cancel($1, $2, 'stop')",
+			"SELECT jobs_cancel($1) AND $2::int > 0",
+		} {
+			if !queryOne[bool](t, b.Conn, sql, jobs[i].ID, jobs[i].Attempt) {
+				t.Fatalf("%s: %s returned false", queue, sql)
+			}
+			requirePayloads(t, l.drain(t, b), want...)
+		}
+	}
+	// Lease expiry of a last attempt (dead, so nothing new is ready): only the limited
+	// queue's slot return is announced.
+	mustExec(t, b.Conn, "UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE state = 'running' AND max_attempts = 1")
+	if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 2 {
+		t.Fatalf("jobs_requeue_expired took back %d jobs, want 2", n)
+	}
+	requirePayloads(t, l.drain(t, b), "q")
+}
