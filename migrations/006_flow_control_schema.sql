@@ -49,10 +49,9 @@ CREATE INDEX jobs_queue_starts_idx ON jobs_queue_starts (queue, started_at);
 
 COMMENT ON TABLE jobs_queue_starts IS 'skiplock (private): start times of the last window of each rate-limited queue, read by jobs_claim and jobs_next_start.';
 
--- Running jobs per queue and key, counted by the limited claim. Its predicate is the one of
--- jobs_running_lease_idx (the same rows as state = 'running'; see 001) so that the fenced
--- updates, which say state = 'running', cannot pick it over jobs_pkey.
-CREATE INDEX jobs_running_key_idx ON jobs (queue, concurrency_key) WHERE lease_expires_at IS NOT NULL;
+-- No index of running jobs per queue: every claim would maintain it, limited or not, and it
+-- cost an unlimited drain about 10 % in cmd/bench. The limited claim counts running jobs
+-- through jobs_running_lease_idx instead (see _jobs_claim_limited).
 
 -- Ready jobs with a key, per key in claim order: the per_key claim walks the keys of a
 -- queue here (one probe per key) and takes the best jobs of each key that has room, so a

@@ -1532,8 +1532,6 @@ CREATE INDEX jobs_ready_idx ON skiplock.jobs USING btree (queue, priority, run_a
 
 CREATE INDEX jobs_ready_key_idx ON skiplock.jobs USING btree (queue, concurrency_key, priority, run_at, id) WHERE ((state = 'queued'::skiplock.jobs_state) AND (concurrency_key IS NOT NULL));
 
-CREATE INDEX jobs_running_key_idx ON skiplock.jobs USING btree (queue, concurrency_key) WHERE (lease_expires_at IS NOT NULL);
-
 CREATE INDEX jobs_running_lease_idx ON skiplock.jobs USING btree (lease_expires_at) WHERE (lease_expires_at IS NOT NULL);
 
 CREATE UNIQUE INDEX jobs_unique_key_idx ON skiplock.jobs USING btree (queue, unique_key) WHERE ((unique_key IS NOT NULL) AND (state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state])));

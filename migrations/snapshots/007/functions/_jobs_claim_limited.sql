@@ -11,10 +11,11 @@
 --           (in queue-name order across queues, so claimers cannot deadlock) until the
 --           claiming transaction ends, so claims of the queue take turns; in READ COMMITTED
 --           every statement after the lock takes a new snapshot and so sees the committed
---           claims of the previous holder. Running jobs are then counted from
---           jobs_running_key_idx: a slot comes back as soon as its job leaves running by any
---           path (complete, complete_many, fail, snooze, cancel, requeue_expired), with no
---           bookkeeping to leak. Rate limits keep a sliding log (jobs_queue_starts) of the
+--           claims of the previous holder. The queue's running jobs are then counted, walking
+--           jobs_running_lease_idx (every running job, of any queue: no index of running jobs
+--           per queue, which every claim would pay for): a slot comes back as soon as its job
+--           leaves running by any path (complete, complete_many, fail, snooze, cancel,
+--           requeue_expired), with no bookkeeping to leak. Rate limits keep a sliding log (jobs_queue_starts) of the
 --           last window's starts under the same lock. A limit below the running count
 --           (lowered meanwhile) gives no jobs until running falls below it.
 --           Order without head-of-line blocking: with per_key, the best jobs of each key
