@@ -200,6 +200,7 @@ BEGIN
                           WHERE s.concurrency_key IS NULL
                           LIMIT v_budget))
                     AND j.state = 'queued'
+                    AND j.run_at <= now()
                   FOR NO KEY UPDATE SKIP LOCKED) c;
         ELSE
             SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
@@ -217,6 +218,7 @@ BEGIN
                                 LIMIT v_budget + 100) s
                           WHERE s.concurrency_key IS NULL))
                     AND j.state = 'queued'
+                    AND j.run_at <= now()
                   FOR NO KEY UPDATE SKIP LOCKED) c;
         END IF;
 
