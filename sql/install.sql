@@ -10,6 +10,7 @@
 
 {{ template "functions/_jobs_invalid.sql" . }}
 {{ template "functions/_jobs_check_fence_arrays.sql" . }}
+{{ template "functions/_jobs_check_bulk_args.sql" . }}
 {{ template "functions/jobs_backoff.sql" . }}
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
@@ -26,5 +27,10 @@
 {{ template "functions/jobs_stats.sql" . }}
 {{ template "functions/jobs_get.sql" . }}
 {{ template "functions/jobs_prune.sql" . }}
+{{ template "functions/jobs_retry_many.sql" . }}
+{{ template "functions/jobs_cancel_many.sql" . }}
+{{ template "functions/jobs_delete_many.sql" . }}
+{{ template "functions/jobs_maintain.sql" . }}
+{{ template "functions/jobs_metrics.sql" . }}
 
 {{ template "grants.sql" . }}
