@@ -1068,6 +1068,8 @@ BEGIN
            extract(epoch FROM now() - p.oldest_ready)::double precision,
            NULL::bigint
     FROM per_queue p
+    -- A queue known only from stale statistics, with nothing left in it, is not listed.
+    WHERE p.ready + p.scheduled + p.running + p.dead + p.cancelled + coalesce(p.done_estimate, 0) > 0
     UNION ALL
     SELECT NULL::text,
            coalesce(sum(p.ready), 0)::bigint,

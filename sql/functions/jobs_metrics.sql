@@ -1,7 +1,7 @@
 -- jobs_metrics: per-queue gauges cheap enough to scrape every few seconds.
 --
--- Promises: one row per queue that has queued, running, dead or cancelled jobs, or done jobs
---           in the planner's statistics, ordered by queue, then one row with queue NULL for
+-- Promises: one row per queue that has queued, running, dead or cancelled jobs, or an
+--           estimate of done jobs above 0, ordered by queue, then one row with queue NULL for
 --           the whole table:
 --             ready               queued jobs due now (run_at <= now())
 --             scheduled           queued jobs with run_at in the future
@@ -99,6 +99,8 @@ BEGIN
            extract(epoch FROM now() - p.oldest_ready)::double precision,
            NULL::bigint
     FROM per_queue p
+    -- A queue known only from stale statistics, with nothing left in it, is not listed.
+    WHERE p.ready + p.scheduled + p.running + p.dead + p.cancelled + coalesce(p.done_estimate, 0) > 0
     UNION ALL
     SELECT NULL::text,
            coalesce(sum(p.ready), 0)::bigint,
