@@ -129,7 +129,7 @@ func (c *Client) Run(ctx context.Context) error {
 	defer cancelJobs(ErrShutdown)
 	c.workCtx, c.jobsCtx = workCtx, jobsCtx
 
-	// Goroutines: one fetch loop per queue, the listener and the requeuer stop first (loops);
+	// Goroutines: one fetch loop per queue, the listener and the maintainer stop first (loops);
 	// the heartbeater and the completer keep going until the jobs have finished (tail).
 	fetchCtx, stopFetching := context.WithCancel(base)
 	defer stopFetching()
@@ -141,7 +141,7 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	loops.Go(func() { c.listen(fetchCtx) })
 	if c.cfg.RequeueInterval > 0 {
-		loops.Go(func() { c.requeueLoop(fetchCtx) })
+		loops.Go(func() { c.maintainLoop(fetchCtx) })
 	}
 	if c.cfg.HeartbeatInterval > 0 {
 		tail.Go(func() { c.heartbeatLoop(heartbeatCtx) })

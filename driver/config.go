@@ -44,7 +44,8 @@ const (
 	// FetchCooldownDefault is the least time between two claims of one queue.
 	FetchCooldownDefault = 2 * time.Millisecond
 
-	// RequeueIntervalDefault is how often a client calls jobs_requeue_expired (jittered).
+	// RequeueIntervalDefault is how often a client calls jobs_maintain (jittered), which
+	// requeues expired leases and prunes finished jobs by retention.
 	RequeueIntervalDefault = 5 * time.Second
 
 	// ShutdownTimeoutDefault is how long shutdown waits for running handlers before
@@ -107,10 +108,13 @@ type Config struct {
 	// means no cooldown. Defaults to FetchCooldownDefault.
 	FetchCooldown time.Duration
 
-	// RequeueInterval is how often this client calls jobs_requeue_expired, which takes back
-	// jobs whose lease expired (their worker died). Jittered by up to 25%; every client does
-	// it, and the call is cheap when nothing expired. At least 10ms; -1 disables it.
-	// Defaults to RequeueIntervalDefault.
+	// RequeueInterval is how often this client calls jobs_maintain, which takes back jobs
+	// whose lease expired (their worker died) and deletes finished jobs past the retention
+	// of jobs_settings; a round that hit its batch size is followed by another at once.
+	// Jittered by up to 25%; every client does it, without a leader (one round runs at a
+	// time; the others' calls return at once), and the call is cheap when nothing is due.
+	// At least 10ms; -1 disables it (then schedule jobs_maintain another way). Defaults to
+	// RequeueIntervalDefault.
 	RequeueInterval time.Duration
 
 	// ShutdownTimeout is how long shutdown waits for running handlers to return before

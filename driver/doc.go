@@ -10,7 +10,8 @@
 // loops when jobs are enqueued; polling is the safety net. Successful jobs are completed in
 // batches (jobs_complete_many); failures, snoozes and cancellations are recorded one by one.
 // A heartbeat extends the leases of long jobs, in one call for the whole client, and every
-// client periodically takes back the jobs of workers that died (jobs_requeue_expired).
+// client periodically runs jobs_maintain, which takes back the jobs of workers that died and
+// deletes finished jobs past their retention.
 // Every call about a claimed job quotes its attempt number, the fencing token, so a worker
 // that lost its job can no longer change it.
 //
@@ -101,9 +102,16 @@
 // A handler's context also ends when the kind's timeout passes ([HandlerOpts.Timeout], by
 // default [Config.JobTimeout]).
 //
-// When a worker dies its jobs keep their lease until it expires; then jobs_requeue_expired,
-// which every client calls every [Config.RequeueInterval] (jittered), puts them back in
-// their queue, and the next worker runs them as a new attempt.
+// When a worker dies its jobs keep their lease until it expires; then jobs_maintain, which
+// every client calls every [Config.RequeueInterval] (jittered), puts them back in their
+// queue, and the next worker runs them as a new attempt.
+//
+// # Retention
+//
+// The same jobs_maintain round deletes done, cancelled and dead jobs once they are older than
+// the retention of their state in jobs_settings (1 day, 7 days and 30 days by default; NULL
+// keeps forever; change it with UPDATE jobs_settings). One client at a time runs a round;
+// the others' calls return at once, so there is no leader to elect and no work done twice.
 //
 // # Completion batching
 //
@@ -148,7 +156,7 @@
 //
 // # Goroutines
 //
-// A running client has one fetch loop per queue, one LISTEN goroutine, one requeuer, one
+// A running client has one fetch loop per queue, one LISTEN goroutine, one maintainer, one
 // heartbeater and one completer. Jobs run on worker goroutines, about one per slot (a claim
 // made just as a worker frees its slot may start one more): the fetch loop hands a claimed
 // job to an idle worker, or starts a worker when none is idle, and a worker that has had no

@@ -68,9 +68,10 @@ const cancelSQL = `SELECT jobs_cancel($1, $2, $3)`
 // missing from the result is no longer held, and its handler's context is cancelled.
 const heartbeatManySQL = `SELECT id, extended FROM jobs_heartbeat_many($1, $2, $3)`
 
-// requeueExpiredSQL calls jobs_requeue_expired() for the requeuer. Relies on: the number of
-// jobs taken back, only for logging.
-const requeueExpiredSQL = `SELECT jobs_requeue_expired()`
+// maintainSQL calls jobs_maintain() (default batch size) for the maintainer. Relies on: ran
+// false when another session's round was in progress (nothing done); more true when a prune
+// hit its batch size and another round should follow; the counts, only for logging.
+const maintainSQL = `SELECT ran, requeued, pruned_done, pruned_cancelled, pruned_dead, more FROM jobs_maintain()`
 
 // notifyChannel is the channel the SQL functions NOTIFY, at commit, with the queue name as
 // payload, when a job becomes ready now (enqueued, retried, snoozed to now, requeued). One

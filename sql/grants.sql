@@ -1,9 +1,10 @@
 -- skiplock grants: the three roles, and the one list of which role may call which function.
 --
 --   jobs_producer  adds jobs and follows their progress
---   jobs_worker    claims and runs jobs
---   jobs_admin     cancels, retries and prunes jobs; reads and tunes jobs_settings; pauses and
---                  resumes queues, sets their concurrency and rate limits, reads jobs_queues
+--   jobs_worker    claims and runs jobs; runs jobs_maintain (the driver calls it)
+--   jobs_admin     cancels, retries, deletes and prunes jobs, in bulk too; reads and tunes
+--                  jobs_settings; pauses and resumes queues, sets their concurrency and rate
+--                  limits, reads jobs_queues
 --
 -- The functions are SECURITY DEFINER and PUBLIC may execute none of them, so these grants are
 -- the only way in: no role needs privileges on the tables. Application logins get a role with
@@ -80,7 +81,13 @@ BEGIN
             ('jobs_resume(text)',                                                                       '{jobs_admin}'),
             ('jobs_set_concurrency(text, integer, integer)',                                            '{jobs_admin}'),
             ('jobs_set_rate_limit(text, integer, interval)',                                            '{jobs_admin}'),
-            ('jobs_next_start(text)',                                                                   '{jobs_worker, jobs_admin}')
+            ('jobs_next_start(text)',                                                                   '{jobs_worker, jobs_admin}'),
+            ('_jobs_check_bulk_args(text, jobs_state[], jobs_state[], integer)',                        '{}'),
+            ('jobs_retry_many(bigint[], text, text, jobs_state[], integer)',                            '{jobs_admin}'),
+            ('jobs_cancel_many(bigint[], text, text, jobs_state[], integer)',                           '{jobs_admin}'),
+            ('jobs_delete_many(bigint[], text, text, jobs_state[], integer)',                           '{jobs_admin}'),
+            ('jobs_maintain(integer)',                                                                  '{jobs_worker, jobs_admin}'),
+            ('jobs_metrics()',                                                                          '{jobs_worker, jobs_admin}')
         ) AS f(signature, roles)
     LOOP
         IF v_function.oid IS NULL THEN

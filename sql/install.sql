@@ -10,6 +10,7 @@
 
 {{ template "functions/_jobs_invalid.sql" . }}
 {{ template "functions/_jobs_check_fence_arrays.sql" . }}
+{{ template "functions/_jobs_check_bulk_args.sql" . }}
 {{ template "functions/jobs_backoff.sql" . }}
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
@@ -32,5 +33,10 @@
 {{ template "functions/jobs_set_concurrency.sql" . }}
 {{ template "functions/jobs_set_rate_limit.sql" . }}
 {{ template "functions/jobs_next_start.sql" . }}
+{{ template "functions/jobs_retry_many.sql" . }}
+{{ template "functions/jobs_cancel_many.sql" . }}
+{{ template "functions/jobs_delete_many.sql" . }}
+{{ template "functions/jobs_maintain.sql" . }}
+{{ template "functions/jobs_metrics.sql" . }}
 
 {{ template "grants.sql" . }}

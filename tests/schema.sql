@@ -19,6 +19,33 @@ CREATE TYPE skiplock.jobs_claimed AS (
 	created_at timestamp with time zone
 );
 
+CREATE TYPE skiplock.jobs_maintenance AS (
+	ran boolean,
+	requeued integer,
+	pruned_done integer,
+	pruned_cancelled integer,
+	pruned_dead integer,
+	more boolean
+);
+
+CREATE TYPE skiplock.jobs_queue_metrics AS (
+	queue text,
+	ready bigint,
+	scheduled bigint,
+	running bigint,
+	running_expired bigint,
+	dead bigint,
+	cancelled bigint,
+	done_estimate bigint,
+	oldest_ready_age_s double precision,
+	jobs_created_total bigint,
+	paused boolean,
+	max_running integer,
+	per_key integer,
+	max_starts integer,
+	per interval
+);
+
 CREATE TYPE skiplock.jobs_state AS ENUM (
     'queued',
     'running',
@@ -33,6 +60,33 @@ CREATE TYPE skiplock.jobs_queue_stats AS (
 	jobs bigint,
 	oldest_ready_age interval
 );
+
+CREATE FUNCTION skiplock._jobs_check_bulk_args(func text, states skiplock.jobs_state[], allowed skiplock.jobs_state[], max_jobs integer) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF _jobs_check_bulk_args.states IS NULL THEN
+        PERFORM _jobs_invalid(_jobs_check_bulk_args.func, 'states', 'must not be NULL');
+    END IF;
+    IF cardinality(_jobs_check_bulk_args.states) = 0 THEN
+        PERFORM _jobs_invalid(_jobs_check_bulk_args.func, 'states', 'must not be empty');
+    END IF;
+    IF array_position(_jobs_check_bulk_args.states, NULL) IS NOT NULL THEN
+        PERFORM _jobs_invalid(_jobs_check_bulk_args.func, 'states', 'must not contain NULL');
+    END IF;
+    IF NOT _jobs_check_bulk_args.states <@ _jobs_check_bulk_args.allowed THEN
+        PERFORM _jobs_invalid(_jobs_check_bulk_args.func, 'states',
+                              'may only hold ' || array_to_string(_jobs_check_bulk_args.allowed, ', '));
+    END IF;
+    IF _jobs_check_bulk_args.max_jobs IS NULL OR _jobs_check_bulk_args.max_jobs < 1 THEN
+        PERFORM _jobs_invalid(_jobs_check_bulk_args.func, 'max_jobs', 'must be at least 1');
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_check_bulk_args(func text, states skiplock.jobs_state[], allowed skiplock.jobs_state[], max_jobs integer) IS 'skiplock (private): raises 22023 for bad states or max_jobs of a bulk action.';
 
 CREATE FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) RETURNS void
     LANGUAGE plpgsql
@@ -437,6 +491,71 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) IS 'skiplock: running -> cancelled when held at this attempt (fenced), recording error; for a handler giving up on its job.';
 
+CREATE FUNCTION skiplock.jobs_cancel_many(ids bigint[] DEFAULT NULL::bigint[], queue text DEFAULT NULL::text, kind text DEFAULT NULL::text, states skiplock.jobs_state[] DEFAULT '{queued}'::skiplock.jobs_state[], max_jobs integer DEFAULT 10000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_picked bigint[] := '{}';
+    v_count  integer;
+    v_woken  integer;
+BEGIN
+    PERFORM _jobs_check_bulk_args('jobs_cancel_many', jobs_cancel_many.states, '{queued, running}',
+                                  jobs_cancel_many.max_jobs);
+
+    -- Two reads, one per partial index (a single state IN (...) read could use neither).
+    IF 'queued' = ANY (jobs_cancel_many.states) THEN
+        v_picked := ARRAY(
+            SELECT j.id
+            FROM jobs j
+            WHERE j.state = 'queued'
+              AND (jobs_cancel_many.ids IS NULL OR j.id = ANY (jobs_cancel_many.ids))
+              AND (jobs_cancel_many.queue IS NULL OR j.queue = jobs_cancel_many.queue)
+              AND (jobs_cancel_many.kind IS NULL OR j.kind = jobs_cancel_many.kind)
+            LIMIT jobs_cancel_many.max_jobs
+            FOR NO KEY UPDATE SKIP LOCKED);
+    END IF;
+    IF 'running' = ANY (jobs_cancel_many.states) AND cardinality(v_picked) < jobs_cancel_many.max_jobs THEN
+        v_picked := v_picked || ARRAY(
+            SELECT j.id
+            FROM jobs j
+            -- The running jobs, as jobs_running_lease_idx's predicate (jobs_lease_valid).
+            WHERE j.lease_expires_at IS NOT NULL
+              AND j.state = 'running'
+              AND (jobs_cancel_many.ids IS NULL OR j.id = ANY (jobs_cancel_many.ids))
+              AND (jobs_cancel_many.queue IS NULL OR j.queue = jobs_cancel_many.queue)
+              AND (jobs_cancel_many.kind IS NULL OR j.kind = jobs_cancel_many.kind)
+            LIMIT jobs_cancel_many.max_jobs - cardinality(v_picked)
+            FOR NO KEY UPDATE SKIP LOCKED);
+    END IF;
+
+    -- The same change as jobs_cancel(id), which is what fences the holder: its calls quote
+    -- (id, attempt) and require state = 'running'.
+    WITH cancelled AS (
+        UPDATE jobs j
+        SET state = 'cancelled',
+            finished_at = now(),
+            lease_expires_at = NULL
+        WHERE j.id = ANY (v_picked)
+          AND j.state IN ('queued', 'running')
+        RETURNING j.queue
+    ), notified AS (
+        -- As jobs_cancel: slots of concurrency-limited queues may have come back, so wake
+        -- the workers waiting for one (once per queue).
+        SELECT pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue IN (SELECT c.queue FROM cancelled c)
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL)
+    )
+    SELECT (SELECT count(*) FROM cancelled), (SELECT count(*) FROM notified) INTO v_count, v_woken;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_cancel_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) IS 'skiplock: jobs_cancel for up to max_jobs jobs matching the filters (default: queued jobs); fences holders; skips locked rows; returns the count.';
+
 CREATE FUNCTION skiplock.jobs_claim(worker text, max_jobs integer DEFAULT 1, queues text[] DEFAULT NULL::text[], lease interval DEFAULT '00:05:00'::interval) RETURNS SETOF skiplock.jobs_claimed
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -633,6 +752,39 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) IS 'skiplock: jobs_complete for many (id, attempt) pairs; returns the ids completed.';
+
+CREATE FUNCTION skiplock.jobs_delete_many(ids bigint[] DEFAULT NULL::bigint[], queue text DEFAULT NULL::text, kind text DEFAULT NULL::text, states skiplock.jobs_state[] DEFAULT '{done,dead,cancelled}'::skiplock.jobs_state[], max_jobs integer DEFAULT 10000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_count integer;
+BEGIN
+    PERFORM _jobs_check_bulk_args('jobs_delete_many', jobs_delete_many.states, '{done, dead, cancelled}',
+                                  jobs_delete_many.max_jobs);
+
+    WITH doomed AS (
+        SELECT j.id
+        FROM jobs j
+        WHERE j.state IN ('done', 'dead', 'cancelled')
+          AND j.state = ANY (jobs_delete_many.states)
+          AND (jobs_delete_many.ids IS NULL OR j.id = ANY (jobs_delete_many.ids))
+          AND (jobs_delete_many.queue IS NULL OR j.queue = jobs_delete_many.queue)
+          AND (jobs_delete_many.kind IS NULL OR j.kind = jobs_delete_many.kind)
+        LIMIT jobs_delete_many.max_jobs
+        FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM jobs j
+    -- Through jobs_pkey; a join with doomed may be planned as a scan of the whole table.
+    WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) IS 'skiplock: deletes up to max_jobs finished jobs matching the filters (default: done, dead, cancelled); skips locked rows; returns the count.';
 
 CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1081,6 +1233,209 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) IS 'skiplock: jobs_heartbeat for many (id, attempt) pairs without waiting for row locks; returns (id, extended) for the jobs still held.';
 
+CREATE FUNCTION skiplock.jobs_maintain(max_jobs integer DEFAULT 10000) RETURNS skiplock.jobs_maintenance
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_result   jobs_maintenance;
+    v_settings jobs_settings;
+    v_cutoff   timestamptz;
+    v_lo       bigint;
+    v_hi       bigint;
+    v_mid      bigint;
+    v_created  timestamptz;
+BEGIN
+    IF jobs_maintain.max_jobs IS NULL OR jobs_maintain.max_jobs < 1 THEN
+        PERFORM _jobs_invalid('jobs_maintain', 'max_jobs', 'must be at least 1');
+    END IF;
+
+    v_result := ROW(false, 0, 0, 0, 0, false);
+    -- The first key names skiplock, the second this install (the function's own oid).
+    IF NOT pg_try_advisory_xact_lock(hashtext('skiplock.jobs_maintain'),
+                                     'jobs_maintain(integer)'::regprocedure::oid::integer) THEN
+        RETURN v_result;
+    END IF;
+    v_result.ran := true;
+
+    v_result.requeued := jobs_requeue_expired();
+
+    SELECT * INTO v_settings FROM jobs_settings;
+
+    IF v_settings.done_retention IS NOT NULL THEN
+        v_cutoff := now() - v_settings.done_retention;
+        -- Binary search over jobs_pkey for the lowest id at or after which jobs were created
+        -- at or after the cutoff: no job from there on can have finished before it (up to
+        -- ids handed out out of created_at order by concurrent transactions; those are
+        -- reached by a later round).
+        SELECT min(j.id), max(j.id) + 1 INTO v_lo, v_hi FROM jobs j;
+        WHILE v_lo < v_hi LOOP
+            v_mid := v_lo + (v_hi - v_lo) / 2;
+            SELECT j.created_at INTO v_created
+            FROM jobs j
+            WHERE j.id >= v_mid
+            ORDER BY j.id
+            LIMIT 1;
+            IF v_created >= v_cutoff THEN
+                v_hi := v_mid;
+            ELSE
+                v_lo := v_mid + 1;
+            END IF;
+        END LOOP;
+
+        IF v_lo IS NOT NULL THEN
+            WITH doomed AS (
+                SELECT j.id
+                FROM jobs j
+                WHERE j.id < v_lo
+                  AND j.state = 'done'
+                  AND j.finished_at < v_cutoff
+                ORDER BY j.id
+                LIMIT jobs_maintain.max_jobs
+                FOR UPDATE SKIP LOCKED
+            )
+            DELETE FROM jobs j
+            WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
+            GET DIAGNOSTICS v_result.pruned_done = ROW_COUNT;
+        END IF;
+    END IF;
+
+    IF v_settings.cancelled_retention IS NOT NULL THEN
+        WITH doomed AS (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.state = 'cancelled'
+              AND j.finished_at < now() - v_settings.cancelled_retention
+            ORDER BY j.finished_at
+            LIMIT jobs_maintain.max_jobs
+            FOR UPDATE SKIP LOCKED
+        )
+        DELETE FROM jobs j
+        WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
+        GET DIAGNOSTICS v_result.pruned_cancelled = ROW_COUNT;
+    END IF;
+
+    IF v_settings.dead_retention IS NOT NULL THEN
+        WITH doomed AS (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.state = 'dead'
+              AND j.finished_at < now() - v_settings.dead_retention
+            ORDER BY j.finished_at
+            LIMIT jobs_maintain.max_jobs
+            FOR UPDATE SKIP LOCKED
+        )
+        DELETE FROM jobs j
+        WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
+        GET DIAGNOSTICS v_result.pruned_dead = ROW_COUNT;
+    END IF;
+
+    v_result.more := jobs_maintain.max_jobs IN (v_result.pruned_done, v_result.pruned_cancelled, v_result.pruned_dead);
+    RETURN v_result;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_maintain(max_jobs integer) IS 'skiplock: one round of housekeeping (requeue expired leases, prune by jobs_settings retention); one session at a time, others return ran = false.';
+
+CREATE FUNCTION skiplock.jobs_metrics() RETURNS SETOF skiplock.jobs_queue_metrics
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_reltuples double precision;
+BEGIN
+    SELECT c.reltuples INTO v_reltuples FROM pg_class c WHERE c.oid = 'jobs'::regclass;
+    IF v_reltuples < 0 THEN
+        v_reltuples := NULL; -- never vacuumed or analyzed
+    END IF;
+
+    RETURN QUERY
+    WITH queued AS (
+        SELECT j.queue,
+               count(*) FILTER (WHERE j.run_at <= now()) AS ready,
+               count(*) FILTER (WHERE j.run_at > now()) AS scheduled,
+               min(j.run_at) FILTER (WHERE j.run_at <= now()) AS oldest_ready
+        FROM jobs j
+        WHERE j.state = 'queued'
+        GROUP BY j.queue
+    ), running AS (
+        SELECT j.queue,
+               count(*) AS running,
+               count(*) FILTER (WHERE j.lease_expires_at < now()) AS expired
+        FROM jobs j
+        -- The running jobs, as jobs_running_lease_idx's predicate (jobs_lease_valid).
+        WHERE j.lease_expires_at IS NOT NULL
+        GROUP BY j.queue
+    ), failed AS (
+        SELECT j.queue,
+               count(*) FILTER (WHERE j.state = 'dead') AS dead,
+               count(*) FILTER (WHERE j.state = 'cancelled') AS cancelled
+        FROM jobs j
+        WHERE j.state IN ('dead', 'cancelled')
+        GROUP BY j.queue
+    ), sampled AS (
+        -- Each queue's share of the table's rows in the last ANALYZE's sample.
+        SELECT m.queue, m.freq
+        FROM pg_stats s
+        CROSS JOIN LATERAL unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS m(queue, freq)
+        WHERE s.schemaname = current_schema()
+          AND s.tablename = 'jobs'
+          AND s.attname = 'queue'
+    ), per_queue AS (
+        SELECT q.queue,
+               coalesce(qu.ready, 0) AS ready,
+               coalesce(qu.scheduled, 0) AS scheduled,
+               coalesce(r.running, 0) AS running,
+               coalesce(r.expired, 0) AS expired,
+               coalesce(f.dead, 0) AS dead,
+               coalesce(f.cancelled, 0) AS cancelled,
+               greatest(round(v_reltuples * coalesce(sa.freq, 0))::bigint
+                        - coalesce(qu.ready, 0) - coalesce(qu.scheduled, 0) - coalesce(r.running, 0)
+                        - coalesce(f.dead, 0) - coalesce(f.cancelled, 0), 0) AS done_estimate,
+               qu.oldest_ready
+        FROM (SELECT queued.queue FROM queued
+              UNION SELECT running.queue FROM running
+              UNION SELECT failed.queue FROM failed
+              UNION SELECT sampled.queue FROM sampled
+              UNION SELECT s.queue FROM jobs_queues s) AS q
+        LEFT JOIN queued qu ON qu.queue = q.queue
+        LEFT JOIN running r ON r.queue = q.queue
+        LEFT JOIN failed f ON f.queue = q.queue
+        LEFT JOIN sampled sa ON sa.queue = q.queue
+    )
+    SELECT p.queue, p.ready, p.scheduled, p.running, p.expired, p.dead, p.cancelled,
+           p.done_estimate,
+           extract(epoch FROM now() - p.oldest_ready)::double precision,
+           NULL::bigint,
+           coalesce(s.paused, false), s.max_running, s.per_key, s.max_starts, s.per
+    FROM per_queue p
+    LEFT JOIN jobs_queues s ON s.queue = p.queue
+    -- A queue known only from stale statistics, with nothing left in it and no settings, is
+    -- not listed.
+    WHERE p.ready + p.scheduled + p.running + p.dead + p.cancelled + coalesce(p.done_estimate, 0) > 0
+       OR s.queue IS NOT NULL
+    UNION ALL
+    SELECT NULL::text,
+           coalesce(sum(p.ready), 0)::bigint,
+           coalesce(sum(p.scheduled), 0)::bigint,
+           coalesce(sum(p.running), 0)::bigint,
+           coalesce(sum(p.expired), 0)::bigint,
+           coalesce(sum(p.dead), 0)::bigint,
+           coalesce(sum(p.cancelled), 0)::bigint,
+           greatest(round(v_reltuples)::bigint - coalesce(sum(p.ready + p.scheduled + p.running + p.dead + p.cancelled), 0)::bigint, 0),
+           extract(epoch FROM now() - min(p.oldest_ready))::double precision,
+           coalesce(pg_sequence_last_value(pg_get_serial_sequence('jobs', 'id')::regclass), 0),
+           NULL::boolean, NULL::integer, NULL::integer, NULL::integer, NULL::interval
+    FROM per_queue p
+    ORDER BY 1 NULLS LAST;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_metrics() IS 'skiplock: per queue ready, scheduled, running, expired, dead, cancelled, estimated done and oldest ready age, without reading finished rows; a NULL-queue row totals them with jobs created ever.';
+
 CREATE FUNCTION skiplock.jobs_next_start(queue text) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -1299,6 +1654,65 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_retry(id bigint) IS 'skiplock: dead or cancelled -> queued now, with at least one more attempt; attempts keep counting.';
 
+CREATE FUNCTION skiplock.jobs_retry_many(ids bigint[] DEFAULT NULL::bigint[], queue text DEFAULT NULL::text, kind text DEFAULT NULL::text, states skiplock.jobs_state[] DEFAULT '{dead}'::skiplock.jobs_state[], max_jobs integer DEFAULT 10000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_picked bigint[];
+    v_count  integer;
+    v_woken  integer;
+BEGIN
+    PERFORM _jobs_check_bulk_args('jobs_retry_many', jobs_retry_many.states, '{dead, cancelled}',
+                                  jobs_retry_many.max_jobs);
+
+    v_picked := ARRAY(
+        SELECT j.id
+        FROM jobs j
+        WHERE j.state IN ('dead', 'cancelled')
+          AND j.state = ANY (jobs_retry_many.states)
+          AND (jobs_retry_many.ids IS NULL OR j.id = ANY (jobs_retry_many.ids))
+          AND (jobs_retry_many.queue IS NULL OR j.queue = jobs_retry_many.queue)
+          AND (jobs_retry_many.kind IS NULL OR j.kind = jobs_retry_many.kind)
+          -- A key a live job holds cannot be retried now; skipping it here (not just in the
+          -- update) lets a drain loop end instead of picking the same jobs forever.
+          AND (j.unique_key IS NULL OR NOT EXISTS (
+                  SELECT FROM jobs l
+                  WHERE l.queue = j.queue
+                    AND l.unique_key = j.unique_key
+                    AND l.state IN ('queued', 'running')))
+        LIMIT jobs_retry_many.max_jobs
+        FOR NO KEY UPDATE SKIP LOCKED);
+
+    WITH chosen AS (
+        -- One job per (queue, unique_key) among the picked: two live jobs may not share it.
+        SELECT min(j.id) AS id
+        FROM jobs j
+        WHERE j.id = ANY (v_picked)
+        GROUP BY j.queue, j.unique_key, CASE WHEN j.unique_key IS NULL THEN j.id END
+    ), retried AS (
+        UPDATE jobs j
+        SET state = 'queued',
+            run_at = now(),
+            max_attempts = greatest(j.max_attempts, j.attempts + 1),
+            finished_at = NULL
+        -- Through jobs_pkey; a join with chosen may be planned as a scan of the whole table.
+        WHERE j.id = ANY (ARRAY(SELECT chosen.id FROM chosen))
+          AND j.state IN ('dead', 'cancelled')
+        RETURNING j.queue
+    ), woken AS (
+        SELECT pg_notify('jobs_ready', q.queue)
+        FROM (SELECT DISTINCT r.queue FROM retried r) AS q
+    )
+    SELECT (SELECT count(*) FROM retried), (SELECT count(*) FROM woken) INTO v_count, v_woken;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_retry_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) IS 'skiplock: jobs_retry for up to max_jobs jobs matching the filters (default: dead jobs); skips locked rows; returns the count.';
+
 CREATE FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer DEFAULT NULL::integer) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -1508,13 +1922,19 @@ CREATE TABLE skiplock.jobs_settings (
     backoff_base interval DEFAULT '00:00:01'::interval NOT NULL,
     backoff_cap interval DEFAULT '01:00:00'::interval NOT NULL,
     backoff_jitter real DEFAULT 0.25 NOT NULL,
+    done_retention interval DEFAULT '1 day'::interval,
+    cancelled_retention interval DEFAULT '7 days'::interval,
+    dead_retention interval DEFAULT '30 days'::interval,
     CONSTRAINT jobs_settings_backoff_base_valid CHECK ((backoff_base > '00:00:00'::interval)),
     CONSTRAINT jobs_settings_backoff_cap_valid CHECK (((backoff_cap >= backoff_base) AND (backoff_cap <= '100 years'::interval))),
     CONSTRAINT jobs_settings_backoff_jitter_valid CHECK (((backoff_jitter >= (0)::double precision) AND (backoff_jitter <= (0.25)::double precision))),
+    CONSTRAINT jobs_settings_cancelled_retention_valid CHECK (((cancelled_retention >= '00:00:00'::interval) AND (cancelled_retention <= '1000 years'::interval))),
+    CONSTRAINT jobs_settings_dead_retention_valid CHECK (((dead_retention >= '00:00:00'::interval) AND (dead_retention <= '1000 years'::interval))),
+    CONSTRAINT jobs_settings_done_retention_valid CHECK (((done_retention >= '00:00:00'::interval) AND (done_retention <= '1000 years'::interval))),
     CONSTRAINT jobs_settings_singleton CHECK (singleton)
 );
 
-COMMENT ON TABLE skiplock.jobs_settings IS 'skiplock settings (one row): retry backoff used by jobs_backoff and jobs_fail.';
+COMMENT ON TABLE skiplock.jobs_settings IS 'skiplock settings (one row): retry backoff used by jobs_backoff and jobs_fail; retention per final state used by jobs_maintain (NULL keeps forever).';
 
 ALTER TABLE skiplock.jobs
     ADD CONSTRAINT jobs_concurrency_key_valid CHECK (((concurrency_key <> ''::text) AND (octet_length(concurrency_key) <= 200))) NOT VALID;
@@ -1527,6 +1947,8 @@ ALTER TABLE ONLY skiplock.jobs_queues
 
 ALTER TABLE ONLY skiplock.jobs_settings
     ADD CONSTRAINT jobs_settings_pkey PRIMARY KEY (singleton);
+
+CREATE INDEX jobs_dead_cancelled_idx ON skiplock.jobs USING btree (state, finished_at) INCLUDE (queue) WHERE (state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]));
 
 CREATE INDEX jobs_queue_starts_idx ON skiplock.jobs_queue_starts USING btree (queue, started_at);
 
@@ -1541,6 +1963,8 @@ CREATE UNIQUE INDEX jobs_unique_key_idx ON skiplock.jobs USING btree (queue, uni
 GRANT USAGE ON SCHEMA skiplock TO jobs_producer;
 GRANT USAGE ON SCHEMA skiplock TO jobs_worker;
 GRANT USAGE ON SCHEMA skiplock TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_check_bulk_args(func text, states skiplock.jobs_state[], allowed skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) FROM PUBLIC;
 
@@ -1558,6 +1982,9 @@ GRANT ALL ON FUNCTION skiplock.jobs_cancel(id bigint) TO jobs_admin;
 REVOKE ALL ON FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) TO jobs_worker;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_cancel_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_cancel_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) TO jobs_worker;
 
@@ -1566,6 +1993,9 @@ GRANT ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) TO jobs
 
 REVOKE ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text) TO jobs_producer;
@@ -1587,6 +2017,14 @@ GRANT ALL ON FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease 
 REVOKE ALL ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) TO jobs_worker;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_maintain(max_jobs integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_maintain(max_jobs integer) TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_maintain(max_jobs integer) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_metrics() FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_metrics() TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_metrics() TO jobs_admin;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_next_start(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_next_start(queue text) TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_next_start(queue text) TO jobs_admin;
@@ -1606,6 +2044,9 @@ GRANT ALL ON FUNCTION skiplock.jobs_resume(queue text) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_retry(id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_retry(id bigint) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_retry_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_retry_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) TO jobs_admin;

@@ -18,6 +18,9 @@ import (
 const (
 	benchQueue = driver.QueueDefault
 	benchKind  = "bench_noop"
+	// maintainInterval is how often the bench's clients call jobs_maintain: the driver's
+	// default, as every other setting.
+	maintainInterval = driver.RequeueIntervalDefault
 )
 
 // enqueueOne adds one job in its own transaction (driver.Enqueue) and returns its id.

@@ -36,6 +36,9 @@
 //	scale          work_drain with 1, 2 and 4 worker processes (this binary re-executed)
 //	naive          the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
 //	               transaction per job from -naive-workers goroutines, on the same server
+//	retention      opt-in: the workers drain at full rate for -retention-duration, done jobs
+//	               kept, then deleted 10 s after finishing by the clients' jobs_maintain
+//	               (ratio to retention_keep); reports the done rows over time
 //	chaos          opt-in (only when -scenarios names it; throwaway server only): the chaos
 //	               suite of internal/chaos with N jobs, -chaos-workers processes and
 //	               -chaos-kills kills, fast and immediate restarts; see chaos.go

@@ -24,34 +24,35 @@ const workerModeEnv = "SKIPLOCK_BENCH_WORKER_MODE"
 
 // config is the parsed command line.
 type config struct {
-	databaseURL     string
-	schema          string
-	scenarios       []string
-	jobs            int
-	workers         int
-	pool            int
-	batch           int
-	producers       int
-	latencyJobs     int
-	latencyInterval time.Duration
-	steadyDuration  time.Duration
-	warmup          time.Duration
-	bloatRows       int
-	scaleProcs      []int
-	naiveWorkers    int
-	timeout         time.Duration
-	json            bool
-	plot            string
-	progress        bool
-	pgss            bool
-	explain         bool
-	cpuProfile      string
-	peers           []string
-	peersDir        string
-	keepSchema      bool
-	patchSQL        string // path of -patch-sql
-	patch           string // its contents
-	chaos           chaosFlags
+	databaseURL       string
+	schema            string
+	scenarios         []string
+	jobs              int
+	workers           int
+	pool              int
+	batch             int
+	producers         int
+	latencyJobs       int
+	latencyInterval   time.Duration
+	steadyDuration    time.Duration
+	retentionDuration time.Duration
+	warmup            time.Duration
+	bloatRows         int
+	scaleProcs        []int
+	naiveWorkers      int
+	timeout           time.Duration
+	json              bool
+	plot              string
+	progress          bool
+	pgss              bool
+	explain           bool
+	cpuProfile        string
+	peers             []string
+	peersDir          string
+	keepSchema        bool
+	patchSQL          string // path of -patch-sql
+	patch             string // its contents
+	chaos             chaosFlags
 }
 
 func main() {
@@ -109,6 +110,7 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	fs.IntVar(&cfg.latencyJobs, "latency-jobs", 500, "jobs enqueued in the latency scenario")
 	fs.DurationVar(&cfg.latencyInterval, "latency-interval", 10*time.Millisecond, "time between two enqueues of the latency scenario")
 	fs.DurationVar(&cfg.steadyDuration, "steady-duration", 15*time.Second, "length of steady and held_xmin")
+	fs.DurationVar(&cfg.retentionDuration, "retention-duration", time.Minute, "length of each step of retention (opt-in)")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "idle time between starting the workers and enqueueing in latency, steady and held_xmin")
 	fs.IntVar(&cfg.bloatRows, "bloat-rows", 1000000, "finished jobs in the table during bloat")
 	fs.StringVar(&scaleProcs, "scale-procs", "1,2,4", "worker process counts for scale")
@@ -170,6 +172,7 @@ func (c *config) validate() error {
 		{c.latencyJobs >= 1, fmt.Sprintf("-latency-jobs must be at least 1, got %d", c.latencyJobs)},
 		{c.latencyInterval >= 0, fmt.Sprintf("-latency-interval cannot be negative, got %s", c.latencyInterval)},
 		{c.steadyDuration > 0, fmt.Sprintf("-steady-duration must be positive, got %s", c.steadyDuration)},
+		{c.retentionDuration > 0, fmt.Sprintf("-retention-duration must be positive, got %s", c.retentionDuration)},
 		{c.warmup >= 0, fmt.Sprintf("-warmup cannot be negative, got %s", c.warmup)},
 		{c.bloatRows >= 0, fmt.Sprintf("-bloat-rows cannot be negative, got %d", c.bloatRows)},
 		{c.naiveWorkers >= 1, fmt.Sprintf("-naive-workers must be at least 1, got %d", c.naiveWorkers)},

@@ -156,6 +156,22 @@ var scenarios = []scenario{
 			note: "skiplock work_drain is %.2fx this", means: "skiplock vs the seed design (one job per transaction)"},
 	},
 	{
+		name:  "retention",
+		optIn: true,
+		doc: "opt-in: the workers drain at full rate for -retention-duration, done jobs\n" +
+			"kept, then deleted 10 s after finishing by the clients' jobs_maintain\n" +
+			"(ratio to retention_keep); reports the done rows over time",
+		steps: func(*config) []string { return []string{"retention_keep", "retention"} },
+		run: func(ctx context.Context, r *runner, step int) (*result, error) {
+			if step == 0 {
+				return r.retention(ctx, "retention_keep", false)
+			}
+			return r.retention(ctx, "retention", true)
+		},
+		ratio: &ratio{baseline: "retention_keep", key: "ratio_to_retention_keep", note: "%.2fx retention_keep",
+			means: "drain with done jobs deleted 10 s after finishing vs kept (1.00: pruning costs nothing)"},
+	},
+	{
 		name:  "chaos",
 		optIn: true,
 		doc: "opt-in (only when -scenarios names it; throwaway server only): the chaos\n" +

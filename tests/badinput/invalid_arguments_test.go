@@ -120,6 +120,17 @@ func TestInvalidArguments(t *testing.T) {
 		// The lease is checked before the job is looked up: a stale attempt is no excuse.
 		{name: "HeartbeatStaleAttemptLeaseBeyondTimestampRange", sql: "SELECT jobs_heartbeat(1, 2, '178000000 years')", fn: "jobs_heartbeat", param: "lease"},
 
+		// The bulk actions: states only from the action's own, max_jobs at least 1.
+		{name: "RetryManyStatesQueued", sql: "SELECT jobs_retry_many(states => '{dead, queued}')", fn: "jobs_retry_many", param: "states"},
+		{name: "RetryManyStatesEmpty", sql: "SELECT jobs_retry_many(states => '{}')", fn: "jobs_retry_many", param: "states"},
+		{name: "RetryManyMaxJobsZero", sql: "SELECT jobs_retry_many(max_jobs => 0)", fn: "jobs_retry_many", param: "max_jobs"},
+		{name: "CancelManyStatesDone", sql: "SELECT jobs_cancel_many(states => '{done}')", fn: "jobs_cancel_many", param: "states"},
+		{name: "CancelManyMaxJobsMinInt", sql: "SELECT jobs_cancel_many(max_jobs => $1)", args: []any{int32(minInt32)}, fn: "jobs_cancel_many", param: "max_jobs"},
+		{name: "DeleteManyStatesQueued", sql: "SELECT jobs_delete_many(states => '{queued}')", fn: "jobs_delete_many", param: "states"},
+		{name: "DeleteManyStatesRunning", sql: "SELECT jobs_delete_many(ids => ARRAY[1], states => '{done, running}')", fn: "jobs_delete_many", param: "states"},
+		{name: "DeleteManyMaxJobsNegative", sql: "SELECT jobs_delete_many(max_jobs => -1)", fn: "jobs_delete_many", param: "max_jobs"},
+		{name: "MaintainMaxJobsZero", sql: "SELECT jobs_maintain(0)", fn: "jobs_maintain", param: "max_jobs"},
+
 		// jobs_prune
 		{name: "PruneOlderThanMinusOneMicrosecond", sql: "SELECT jobs_prune('-1 microsecond')", fn: "jobs_prune", param: "older_than"},
 		{name: "PruneOlderThanMixedSignNegative", sql: "SELECT jobs_prune('1 mon -31 days')", fn: "jobs_prune", param: "older_than"},

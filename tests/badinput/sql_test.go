@@ -156,8 +156,8 @@ type sqlFunc struct {
 	params []sqlParam
 }
 
-// publicFuncs lists every public function with parameters. jobs_requeue_expired() and
-// jobs_stats() take none.
+// publicFuncs lists every public function with parameters. jobs_requeue_expired(),
+// jobs_stats() and jobs_metrics() take none.
 var publicFuncs = []sqlFunc{
 	{"jobs_enqueue", []sqlParam{
 		{name: "kind", typ: "text", valid: "'k'"},
@@ -239,6 +239,33 @@ var publicFuncs = []sqlFunc{
 		{name: "older_than", typ: "interval", valid: "'0'"},
 		{name: "include_dead", typ: "boolean", valid: "true"},
 		{name: "max_jobs", typ: "integer", valid: "100"},
+	}},
+	{"jobs_retry_many", []sqlParam{
+		{name: "ids", typ: "bigint[]", valid: "ARRAY[4]", nullable: true, nullElem: "ARRAY[4, NULL]"},
+		{name: "queue", typ: "text", valid: "'dead'", nullable: true},
+		{name: "kind", typ: "text", valid: "'k'", nullable: true},
+		{name: "states", typ: "jobs_state[]", valid: "'{dead}'",
+			nullElem: "ARRAY['dead', NULL]::jobs_state[]", nullElemParam: "states"},
+		{name: "max_jobs", typ: "integer", valid: "10"},
+	}},
+	{"jobs_cancel_many", []sqlParam{
+		{name: "ids", typ: "bigint[]", valid: "ARRAY[2]", nullable: true, nullElem: "ARRAY[2, NULL]"},
+		{name: "queue", typ: "text", valid: "'queued'", nullable: true},
+		{name: "kind", typ: "text", valid: "'k'", nullable: true},
+		{name: "states", typ: "jobs_state[]", valid: "'{queued}'",
+			nullElem: "ARRAY['queued', NULL]::jobs_state[]", nullElemParam: "states"},
+		{name: "max_jobs", typ: "integer", valid: "10"},
+	}},
+	{"jobs_delete_many", []sqlParam{
+		{name: "ids", typ: "bigint[]", valid: "ARRAY[3]", nullable: true, nullElem: "ARRAY[3, NULL]"},
+		{name: "queue", typ: "text", valid: "'done'", nullable: true},
+		{name: "kind", typ: "text", valid: "'k'", nullable: true},
+		{name: "states", typ: "jobs_state[]", valid: "'{done}'",
+			nullElem: "ARRAY['done', NULL]::jobs_state[]", nullElemParam: "states"},
+		{name: "max_jobs", typ: "integer", valid: "10"},
+	}},
+	{"jobs_maintain", []sqlParam{
+		{name: "max_jobs", typ: "integer", valid: "10"},
 	}},
 	{"jobs_backoff", []sqlParam{
 		{name: "attempt", typ: "integer", valid: "1"},

@@ -224,3 +224,65 @@ SELECT jobs_prune(older_than => interval '0', include_dead => true);
 SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state;
 -- ex: prune-error
 SELECT jobs_prune(max_jobs => 0);
+
+-- ## jobs_cancel_many
+-- ex: cancel-many
+SELECT count(*) FROM jobs_enqueue_many(array_fill('cleanup'::text, ARRAY[2500]),
+                                       queues => array_fill('bulk'::text, ARRAY[2500]));
+SELECT jobs_cancel_many(queue => 'bulk', max_jobs => 1000);
+-- ex: cancel-many-drain
+DO $$
+DECLARE
+    v_cancelled integer;
+BEGIN
+    LOOP
+        v_cancelled := jobs_cancel_many(queue => 'bulk', max_jobs => 1000);
+        RAISE NOTICE 'cancelled %', v_cancelled;
+        EXIT WHEN v_cancelled = 0;
+        COMMIT; -- each batch in a transaction of its own
+    END LOOP;
+END;
+$$;
+-- ex: cancel-many-running
+SELECT id, attempt FROM jobs_claim('worker-1', queues => ARRAY['mail']);
+SELECT jobs_cancel_many(queue => 'mail', states => '{queued, running}');
+SELECT jobs_complete(1, 2);
+-- ex: cancel-many-error
+SELECT jobs_cancel_many(states => '{done}');
+
+-- ## jobs_retry_many
+-- ex: retry-many
+SELECT jobs_retry_many();
+SELECT jobs_retry_many(queue => 'bulk', states => '{cancelled}', max_jobs => 2000);
+SELECT jobs_retry_many(ids => ARRAY[1, 2, 3], states => '{dead, cancelled}');
+SELECT queue, state, count(*) FROM jobs GROUP BY queue, state ORDER BY queue, state;
+-- ex: retry-many-error
+SELECT jobs_retry_many(states => '{queued}');
+
+-- ## jobs_delete_many
+-- ex: delete-many
+SELECT jobs_cancel_many(queue => 'bulk');
+SELECT jobs_delete_many(queue => 'bulk', kind => 'cleanup', max_jobs => 2000);
+SELECT jobs_delete_many(ids => ARRAY[1, 4]);
+SELECT queue, state, count(*) FROM jobs GROUP BY queue, state ORDER BY queue, state;
+-- ex: delete-many-error
+SELECT jobs_delete_many(states => '{queued}');
+
+-- ## jobs_maintain
+-- ex: maintain
+SELECT * FROM jobs_maintain();
+SELECT done_retention, cancelled_retention, dead_retention FROM jobs_settings;
+UPDATE jobs_settings SET cancelled_retention = interval '0';
+SELECT * FROM jobs_maintain();
+UPDATE jobs_settings SET cancelled_retention = DEFAULT;
+-- ex: maintain-error
+SELECT jobs_maintain(max_jobs => 0);
+
+-- ## jobs_metrics
+-- ex: metrics
+-- doc: SELECT * FROM jobs_metrics();
+-- (Rows of queues with no unfinished job are left out: whether autovacuum has analyzed the
+-- table by now decides whether they have an estimate of done jobs.)
+SELECT queue, ready, scheduled, running, running_expired, dead, cancelled, jobs_created_total
+FROM jobs_metrics()
+WHERE queue IS NULL OR ready + scheduled + running + dead + cancelled > 0;
