@@ -33,8 +33,9 @@ FROM jobs_claim($1, $2, $3, $4)`
 // NULL when the queue has no rate limit (nothing to wait for but a notification, a freed
 // slot or the poll), else how long until the rate limit allows the next start, measured on
 // the database's clock (0 when it allows one now), so the fetch loop can sleep that long
-// instead of a whole poll interval.
-const nextStartSQL = `SELECT greatest(jobs_next_start($1) - clock_timestamp(), interval '0')`
+// instead of a whole poll interval. greatest ignores NULLs: the CASE keeps the NULL.
+const nextStartSQL = `SELECT CASE WHEN s IS NOT NULL THEN greatest(s - clock_timestamp(), interval '0') END
+FROM jobs_next_start($1) AS s`
 
 // completeSQL calls jobs_complete(id, attempt) in the handler's own transaction, for
 // [CompleteTx]. Relies on: true when the job was held at attempt and is now done (the row

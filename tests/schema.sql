@@ -328,7 +328,13 @@ BEGIN
         SELECT w.queue
         FROM wanted w
         WHERE w.queue <> ALL (v_limited)
-          AND NOT EXISTS (SELECT FROM jobs_queues q WHERE q.queue = w.queue AND q.paused)
+          -- Not only paused ones: a queue with settings that this call did not lock (paused
+          -- when the loop looked and resumed since, or limited since) gives nothing now; the
+          -- resume's NOTIFY wakes the next claim, which takes the locked path.
+          AND NOT EXISTS (SELECT FROM jobs_queues q
+                          WHERE q.queue = w.queue
+                            AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL
+                                 OR q.max_starts IS NOT NULL))
     ), candidates AS (
         SELECT c.id, c.priority, c.run_at
         FROM unlimited u

@@ -29,16 +29,35 @@ type hammerResult struct {
 func hammerLimitedQueue(t *testing.T, b *testBundle, q string, d time.Duration) hammerResult {
 	t.Helper()
 	const claimers = 16
-	ctx, cancel := context.WithTimeout(t.Context(), d)
+	// d is the least it runs; it goes on (up to a minute) until it has 50 claims and 50
+	// samples, which a loaded machine may need longer for.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
 	var (
-		wg     sync.WaitGroup
-		res    hammerResult
-		claims atomic.Int64
-		mu     sync.Mutex
-		errs   []error
+		wg      sync.WaitGroup
+		res     hammerResult
+		claims  atomic.Int64
+		samples atomic.Int64
+		mu      sync.Mutex
+		errs    []error
 	)
+	go func() {
+		started := time.Now()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if time.Since(started) >= d && claims.Load() >= 50 && samples.Load() >= 50 {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -101,6 +120,7 @@ func hammerLimitedQueue(t *testing.T, b *testBundle, q string, d time.Duration) 
 				return
 			}
 			res.samples++
+			samples.Add(1)
 			res.maxRunning = max(res.maxRunning, running)
 			res.maxPerKey = max(res.maxPerKey, perKey)
 		}

@@ -1,7 +1,10 @@
 package sqltest
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
@@ -143,4 +146,96 @@ func TestPause(t *testing.T) {
 			t.Fatalf("%d jobs_queues rows after bad calls, want 0", n)
 		}
 	})
+}
+
+// TestResumeDuringClaimKeepsLimits: a limited queue that is paused when a claim looks at its
+// settings and resumed before the claim takes jobs gives that claim nothing (it did not lock
+// the queue's row), instead of being claimed without its limit. Deterministic: the claim
+// (queues NULL) waits on queue b's row, held by another session, while jobs_resume('a')
+// commits.
+func TestResumeDuringClaimKeepsLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('a', 1)")
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('b', 1)")
+	mustExec(t, b.Conn, "SELECT jobs_pause('a')")
+	for range 5 {
+		enqueue(t, b.Conn, "queue => 'a'")
+	}
+	enqueue(t, b.Conn, "queue => 'b'")
+
+	holder := b.Connect(t)
+	tx, err := holder.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, tx, "SELECT jobs_set_concurrency('b', 1)") // holds b's row
+
+	claimer := b.Connect(t)
+	pid := queryOne[int32](t, claimer, "SELECT pg_backend_pid()")
+	var got []claimedJob
+	var claimErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		got, claimErr = tryClaim(context.Background(), claimer, "w", 10, nil, "5 minutes")
+	}()
+	pgtest.WaitFor(t, 10*time.Second, "claim waiting on b's row", func() bool {
+		return queryOne[bool](t, b.Conn,
+			"SELECT coalesce(bool_or(wait_event_type = 'Lock'), false) FROM pg_stat_activity WHERE pid = $1", pid)
+	})
+	mustExec(t, b.Conn, "SELECT jobs_resume('a')")
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if claimErr != nil {
+		t.Fatal(claimErr)
+	}
+	n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE queue = 'a' AND state = 'running'")
+	t.Logf("claim returned %d jobs; %d jobs of queue a running (max_running 1)", len(got), n)
+	if n > 1 {
+		t.Errorf("queue a has %d running jobs, max_running is 1", n)
+	}
+}
+
+// TestPauseResumeLoopKeepsLimits: the same with claims of queues => '{a}' only (what the Go
+// driver's fetch loop does) while an operator pauses and resumes in a loop; the claimed jobs
+// are never completed, so with the limit exact at most one ever runs.
+func TestPauseResumeLoopKeepsLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('a', 1)")
+	mustExec(t, b.Conn, "SELECT count(*) FROM jobs_enqueue_many(kinds => array_fill('k'::text, ARRAY[5000]), queues => array_fill('a'::text, ARRAY[5000]))")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	toggler := b.Connect(t)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			_, _ = toggler.Exec(ctx, "SELECT jobs_pause('a')")
+			_, _ = toggler.Exec(ctx, "SELECT jobs_resume('a')")
+		}
+	}()
+	for i := range 2 {
+		conn := b.Connect(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := tryClaim(ctx, conn, "w"+string(rune('0'+i)), 3, []string{"a"}, "5 minutes"); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE queue = 'a' AND state = 'running'")
+	t.Logf("%d jobs of queue a running (max_running 1)", n)
+	if n > 1 {
+		t.Errorf("queue a has %d running jobs, max_running is 1", n)
+	}
 }

@@ -17,7 +17,9 @@
 --           has a row in jobs_queues that pauses or limits it, the claim is what it was
 --           before flow control: one probe of the tiny jobs_queues table, then one ordered
 --           range scan of jobs_ready_idx per queue. Settings committed while a claim runs
---           bind the claims that start after it.
+--           bind the claims that start after it. A claim in a REPEATABLE READ or SERIALIZABLE
+--           transaction sees jobs_queues as of its snapshot: settings committed after the
+--           snapshot do not bind it (call it in autocommit or READ COMMITTED).
 -- Locks:    row locks on the claimed jobs until the caller's transaction ends (call it in
 --           autocommit or a short transaction). With several queues, rows examined but not
 --           chosen stay locked until then too, and other claimers skip them meanwhile.

@@ -6,8 +6,9 @@
 --           error; jobs_next_start says when the next start is allowed. NULL max_starts
 --           removes the limit (per is then ignored), its log of starts, and the queue's
 --           jobs_queues row when nothing else is set on it. Changing the limit keeps the
---           log, so the new limit counts the starts already made in its window. NOTIFYs
---           jobs_ready with the queue name, at commit.
+--           log, so the new limit counts the starts already made in its window; the log
+--           holds the starts of the last two windows of the old per, so a longer new per
+--           counts only those. NOTIFYs jobs_ready with the queue name, at commit.
 -- Locks:    the queue's jobs_queues row until the transaction ends; waits for a claim
 --           holding it.
 -- States:   none of the jobs.
