@@ -2,7 +2,8 @@
 --
 --   jobs_producer  adds jobs and follows their progress
 --   jobs_worker    claims and runs jobs
---   jobs_admin     cancels, retries and prunes jobs; reads and tunes jobs_settings
+--   jobs_admin     cancels, retries and prunes jobs; reads and tunes jobs_settings; manages
+--                  schedules (jobs_schedule, jobs_unschedule) and reads jobs_schedules
 --
 -- The functions are SECURITY DEFINER and PUBLIC may execute none of them, so these grants are
 -- the only way in: no role needs privileges on the tables. Application logins get a role with
@@ -73,7 +74,17 @@ BEGIN
             ('jobs_retry(bigint)',                                                                      '{jobs_admin}'),
             ('jobs_stats()',                                                                            '{jobs_worker, jobs_admin}'),
             ('jobs_get(bigint)',                                                                        '{jobs_producer, jobs_worker, jobs_admin}'),
-            ('jobs_prune(interval, boolean, integer)',                                                  '{jobs_admin}')
+            ('jobs_prune(interval, boolean, integer)',                                                  '{jobs_admin}'),
+            ('_jobs_cron_field(text, text, text, text, integer, integer, text[], integer)',             '{}'),
+            ('_jobs_cron_parse(text, text)',                                                            '{}'),
+            ('_jobs_cron_timezone(text, text)',                                                         '{}'),
+            ('_jobs_cron_instant(timestamp, text)',                                                     '{}'),
+            ('_jobs_cron_next(text, text, timestamptz, text)',                                          '{}'),
+            ('_jobs_cron_latest(text, text, text, timestamptz, timestamptz)',                           '{}'),
+            ('jobs_cron_next(text, timestamptz, text)',                                                 '{jobs_producer, jobs_worker, jobs_admin}'),
+            ('jobs_schedule(text, text, text, jsonb, text, text, integer, integer, boolean)',           '{jobs_admin}'),
+            ('jobs_unschedule(text)',                                                                   '{jobs_admin}'),
+            ('jobs_schedule_tick()',                                                                    '{jobs_worker, jobs_admin}')
         ) AS f(signature, roles)
     LOOP
         IF v_function.oid IS NULL THEN
@@ -91,6 +102,8 @@ BEGIN
 
     IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'jobs_admin') THEN
         EXECUTE format('GRANT SELECT, UPDATE ON TABLE %I.jobs_settings TO jobs_admin', current_schema());
+        -- Schedules change only through jobs_schedule and jobs_unschedule.
+        EXECUTE format('GRANT SELECT ON TABLE %I.jobs_schedules TO jobs_admin', current_schema());
     END IF;
 
     -- Calling a function needs USAGE on its schema too. PUBLIC has it on public; a dedicated

@@ -26,5 +26,15 @@
 {{ template "functions/jobs_stats.sql" . }}
 {{ template "functions/jobs_get.sql" . }}
 {{ template "functions/jobs_prune.sql" . }}
+{{ template "functions/_jobs_cron_field.sql" . }}
+{{ template "functions/_jobs_cron_parse.sql" . }}
+{{ template "functions/_jobs_cron_timezone.sql" . }}
+{{ template "functions/_jobs_cron_instant.sql" . }}
+{{ template "functions/_jobs_cron_next.sql" . }}
+{{ template "functions/_jobs_cron_latest.sql" . }}
+{{ template "functions/jobs_cron_next.sql" . }}
+{{ template "functions/jobs_schedule.sql" . }}
+{{ template "functions/jobs_unschedule.sql" . }}
+{{ template "functions/jobs_schedule_tick.sql" . }}
 
 {{ template "grants.sql" . }}
