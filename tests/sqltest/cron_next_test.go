@@ -75,7 +75,7 @@ func TestCronNext(t *testing.T) {
 			// Spring forward: a skipped local time runs when the clocks jump.
 			{"30 2 * * *", "America/New_York", "2024-03-09 12:00:00Z", "2024-03-10 07:00:00Z"}, // 03:00 EDT
 			{"30 2 * * *", "America/New_York", "2024-03-10 07:00:00Z", "2024-03-11 06:30:00Z"},
-			{"30 2 * * *", "Europe/Berlin", "2024-03-30 12:00:00Z", "2024-03-31 01:00:00Z"}, // 03:00 CEST
+			{"30 2 * * *", "Europe/Berlin", "2024-03-30 12:00:00Z", "2024-03-31 01:00:00Z"},       // 03:00 CEST
 			{"15 2 * * *", "Australia/Lord_Howe", "2024-10-05 12:00:00Z", "2024-10-05 15:30:00Z"}, // 02:30 +11
 			// Fall back: a repeated local time runs at its first occurrence only.
 			{"30 1 * * *", "America/New_York", "2024-11-02 12:00:00Z", "2024-11-03 05:30:00Z"}, // 01:30 EDT
