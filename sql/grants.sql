@@ -75,7 +75,7 @@ BEGIN
             ('jobs_stats()',                                                                            '{jobs_worker, jobs_admin}'),
             ('jobs_get(bigint)',                                                                        '{jobs_producer, jobs_worker, jobs_admin}'),
             ('jobs_prune(interval, boolean, integer)',                                                  '{jobs_admin}'),
-            ('_jobs_cron_field(text, text, text, text, integer, integer, text[], integer)',             '{}'),
+            ('_jobs_cron_field(text, text, text, text, integer, integer, text[], integer, integer)',    '{}'),
             ('_jobs_cron_parse(text, text)',                                                            '{}'),
             ('_jobs_cron_timezone(text, text)',                                                         '{}'),
             ('_jobs_cron_instant(timestamp, text)',                                                     '{}'),

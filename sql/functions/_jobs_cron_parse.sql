@@ -80,14 +80,14 @@ BEGIN
                    cardinality(v_fields), _jobs_cron_parse.cron));
     END IF;
 
-    minutes := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'minute', v_fields[1], 0, 59, NULL, 0);
-    hours := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'hour', v_fields[2], 0, 23, NULL, 0);
-    doms := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'day-of-month', v_fields[3], 1, 31, NULL, 0);
+    minutes := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'minute', v_fields[1], 0, 59, NULL, 0, 59);
+    hours := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'hour', v_fields[2], 0, 23, NULL, 0, 23);
+    doms := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'day-of-month', v_fields[3], 1, 31, NULL, 0, 31);
     months := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'month', v_fields[4], 1, 12,
-        '{JAN,FEB,MAR,APR,MAY,JUN,JUL,AUG,SEP,OCT,NOV,DEC}', 1);
-    -- 0 and 7 are both Sunday.
+        '{JAN,FEB,MAR,APR,MAY,JUN,JUL,AUG,SEP,OCT,NOV,DEC}', 1, 12);
+    -- 0 and 7 are both Sunday; '*' and 'a/step' end at 6, so '5/2' is Friday only.
     dows := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'day-of-week', v_fields[5], 0, 7,
-        '{SUN,MON,TUE,WED,THU,FRI,SAT}', 0);
+        '{SUN,MON,TUE,WED,THU,FRI,SAT}', 0, 6);
     dows := ARRAY(SELECT DISTINCT d % 7 FROM unnest(dows) AS d ORDER BY 1);
     -- crontab(5): a day field is restricted unless it starts with '*' (so '*/2' is not).
     dom_restricted := left(v_fields[3], 1) <> '*';

@@ -4,7 +4,9 @@
 --           A field is a comma-separated list of elements; an element is '*', a value, a
 --           range 'a-b', or any of these followed by '/step' ('a/step' means a-hi/step).
 --           Values are integers or, where names is given, names (case-insensitive, value
---           names_base + their position - 1, e.g. JAN = 1, SUN = 0).
+--           names_base + their position - 1, e.g. JAN = 1, SUN = 0). '*' and 'a/step' end
+--           at star_hi, which is below hi only for day-of-week (7, another Sunday, is a
+--           value, not part of the week).
 -- Locks:    none. States: none.
 -- Errors:   22023 naming the parameter cron and the field, through _jobs_invalid, for an
 --           empty element, a value that is not a number or name, a value out of lo..hi, a
@@ -17,7 +19,8 @@ CREATE OR REPLACE FUNCTION _jobs_cron_field(
     lo         integer,
     hi         integer,
     names      text[],
-    names_base integer
+    names_base integer,
+    star_hi    integer
 )
 RETURNS integer[]
 LANGUAGE plpgsql
@@ -60,7 +63,7 @@ BEGIN
 
         IF v_range = '*' THEN
             v_first := _jobs_cron_field.lo;
-            v_last := _jobs_cron_field.hi;
+            v_last := _jobs_cron_field.star_hi;
         ELSE
             v_bounds := string_to_array(v_range, '-');
             IF cardinality(v_bounds) > 2 THEN
@@ -90,9 +93,9 @@ BEGIN
                 END IF;
                 v_last := v_value;
             END LOOP;
-            -- 'a/step' runs from a to the end of the field's range, as in Vixie cron.
+            -- 'a/step' runs from a to the end of the field's range.
             IF cardinality(v_bounds) = 1 AND cardinality(v_parts) = 2 THEN
-                v_last := _jobs_cron_field.hi;
+                v_last := greatest(v_first, _jobs_cron_field.star_hi);
             END IF;
             IF v_first > v_last THEN
                 PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
@@ -105,5 +108,5 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION _jobs_cron_field(text, text, text, text, integer, integer, text[], integer) IS
+COMMENT ON FUNCTION _jobs_cron_field(text, text, text, text, integer, integer, text[], integer, integer) IS
     'skiplock (private): parses one cron field into its sorted values.';
