@@ -69,7 +69,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) IS 'skiplock (private): validates the ids/attempts arrays of the batch functions.';
 
-CREATE FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer) RETURNS integer[]
+CREATE FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer, star_hi integer) RETURNS integer[]
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'skiplock', 'pg_temp'
     AS $_$
@@ -109,7 +109,7 @@ BEGIN
 
         IF v_range = '*' THEN
             v_first := _jobs_cron_field.lo;
-            v_last := _jobs_cron_field.hi;
+            v_last := _jobs_cron_field.star_hi;
         ELSE
             v_bounds := string_to_array(v_range, '-');
             IF cardinality(v_bounds) > 2 THEN
@@ -139,9 +139,9 @@ BEGIN
                 END IF;
                 v_last := v_value;
             END LOOP;
-            -- 'a/step' runs from a to the end of the field's range, as in Vixie cron.
+            -- 'a/step' runs from a to the end of the field's range.
             IF cardinality(v_bounds) = 1 AND cardinality(v_parts) = 2 THEN
-                v_last := _jobs_cron_field.hi;
+                v_last := greatest(v_first, _jobs_cron_field.star_hi);
             END IF;
             IF v_first > v_last THEN
                 PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
@@ -154,7 +154,7 @@ BEGIN
 END;
 $_$;
 
-COMMENT ON FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer) IS 'skiplock (private): parses one cron field into its sorted values.';
+COMMENT ON FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer, star_hi integer) IS 'skiplock (private): parses one cron field into its sorted values.';
 
 CREATE FUNCTION skiplock._jobs_cron_instant(local timestamp without time zone, timezone text) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
@@ -359,14 +359,14 @@ BEGIN
                    cardinality(v_fields), _jobs_cron_parse.cron));
     END IF;
 
-    minutes := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'minute', v_fields[1], 0, 59, NULL, 0);
-    hours := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'hour', v_fields[2], 0, 23, NULL, 0);
-    doms := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'day-of-month', v_fields[3], 1, 31, NULL, 0);
+    minutes := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'minute', v_fields[1], 0, 59, NULL, 0, 59);
+    hours := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'hour', v_fields[2], 0, 23, NULL, 0, 23);
+    doms := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'day-of-month', v_fields[3], 1, 31, NULL, 0, 31);
     months := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'month', v_fields[4], 1, 12,
-        '{JAN,FEB,MAR,APR,MAY,JUN,JUL,AUG,SEP,OCT,NOV,DEC}', 1);
-    -- 0 and 7 are both Sunday.
+        '{JAN,FEB,MAR,APR,MAY,JUN,JUL,AUG,SEP,OCT,NOV,DEC}', 1, 12);
+    -- 0 and 7 are both Sunday; '*' and 'a/step' end at 6, so '5/2' is Friday only.
     dows := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'day-of-week', v_fields[5], 0, 7,
-        '{SUN,MON,TUE,WED,THU,FRI,SAT}', 0);
+        '{SUN,MON,TUE,WED,THU,FRI,SAT}', 0, 6);
     dows := ARRAY(SELECT DISTINCT d % 7 FROM unnest(dows) AS d ORDER BY 1);
     -- crontab(5): a day field is restricted unless it starts with '*' (so '*/2' is not).
     dom_restricted := left(v_fields[3], 1) <> '*';
@@ -1517,7 +1517,7 @@ GRANT USAGE ON SCHEMA skiplock TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer, star_hi integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_instant(local timestamp without time zone, timezone text) FROM PUBLIC;
 
