@@ -3,11 +3,13 @@ package sqltest
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -217,4 +219,66 @@ func TestScheduleTickConcurrentExactlyOnce(t *testing.T) {
 	}
 	t.Logf("%d sessions, %d ticks in %v: %d instants (%v to %v), each enqueued exactly once",
 		sessions, ticks.Load(), duration, len(runAts), runAts[0].Format(time.TimeOnly), runAts[len(runAts)-1].Format(time.TimeOnly))
+}
+
+// TestScheduleTickProbesTheDueIndex: every client ticks about once a second, so a tick with
+// nothing due must cost one probe of jobs_schedules_due_idx, not a scan of the schedules.
+// The plan of the statement inside the function is read with auto_explain.
+func TestScheduleTickProbesTheDueIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mustExec(t, b.Conn, `INSERT INTO jobs_schedules (name, cron, kind, next_run_at)
+		SELECT 's' || g, '@daily', 'k', now() + g * interval '1 minute' FROM generate_series(1, 5000) g`)
+	mustExec(t, b.Conn, "ANALYZE jobs_schedules")
+
+	cfg, err := pgx.ParseConfig(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		plans []string
+	)
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		defer mu.Unlock()
+		plans = append(plans, n.Message)
+	}
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	if _, err := conn.Exec(t.Context(), "LOAD 'auto_explain'"); err != nil {
+		t.Skipf("auto_explain is not available to this user: %v", err)
+	}
+	for _, set := range []string{
+		"SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_nested_statements = on",
+		"SET auto_explain.log_level = notice",
+	} {
+		mustExec(t, conn, set)
+	}
+	// Several calls: PL/pgSQL may switch to a generic plan after the first ones.
+	for range 7 {
+		if n := queryOne[int32](t, conn, "SELECT jobs_schedule_tick()"); n != 0 {
+			t.Fatalf("jobs_schedule_tick() = %d with nothing due", n)
+		}
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	var checked int
+	for _, p := range plans {
+		if !strings.Contains(p, "FROM jobs_schedules s") {
+			continue
+		}
+		checked++
+		if !strings.Contains(p, "jobs_schedules_due_idx") || strings.Contains(p, "Seq Scan") {
+			t.Errorf("the tick's search for due schedules does not probe jobs_schedules_due_idx:\n%s", p)
+		}
+	}
+	if checked < 7 {
+		t.Fatalf("auto_explain logged %d plans of the tick's search, want 7", checked)
+	}
 }
