@@ -99,12 +99,16 @@ BEGIN
         v_range := v_parts[1];
         v_step := 1;
         IF cardinality(v_parts) = 2 THEN
-            IF v_parts[2] !~ '^[0-9]{1,4}$' OR v_parts[2]::integer NOT BETWEEN 1 AND _jobs_cron_field.hi THEN
+            -- The cast only runs on one to four digits: anything else is out of range.
+            v_step := 0;
+            IF v_parts[2] ~ '^[0-9]{1,4}$' THEN
+                v_step := v_parts[2]::integer;
+            END IF;
+            IF v_step NOT BETWEEN 1 AND _jobs_cron_field.hi THEN
                 PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
                     format('field %s: step %L must be a number from 1 to %s in %L',
                            _jobs_cron_field.field, v_parts[2], _jobs_cron_field.hi, _jobs_cron_field.cron));
             END IF;
-            v_step := v_parts[2]::integer;
         END IF;
 
         IF v_range = '*' THEN
@@ -118,8 +122,9 @@ BEGIN
             END IF;
             FOR v_i IN 1 .. cardinality(v_bounds) LOOP
                 v_bound := v_bounds[v_i];
-                IF v_bound ~ '^[0-9]{1,4}$' THEN
-                    v_value := v_bound::integer;
+                IF v_bound ~ '^[0-9]+$' THEN
+                    -- Long digit strings are out of range, not integer overflows.
+                    v_value := CASE WHEN length(v_bound) <= 4 THEN v_bound::integer ELSE 10000 END;
                 ELSIF _jobs_cron_field.names IS NOT NULL
                       AND array_position(_jobs_cron_field.names, upper(v_bound)) IS NOT NULL THEN
                     v_value := array_position(_jobs_cron_field.names, upper(v_bound)) - 1 + _jobs_cron_field.names_base;

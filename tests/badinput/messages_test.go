@@ -136,6 +136,7 @@ func TestInvalidArgumentMessages(t *testing.T) {
 		{`SELECT jobs_retry(NULL)`, `jobs_retry: id must not be NULL`},
 		{`SELECT jobs_cron_next(NULL, now())`, `jobs_cron_next: cron must be a cron expression of at most 1000 bytes`},
 		{`SELECT jobs_cron_next('0 24 * * *', now())`, `jobs_cron_next: cron field hour: 24 is out of range 0-23 in '0 24 * * *'`},
+		{`SELECT jobs_cron_next('0 99999999999 * * *', now())`, `jobs_cron_next: cron field hour: 99999999999 is out of range 0-23 in '0 99999999999 * * *'`},
 		{`SELECT jobs_cron_next('0 0 * JUNE *', now())`, `jobs_cron_next: cron field month: 'JUNE' is not a number or name in '0 0 * JUNE *'`},
 		{`SELECT jobs_cron_next('0 0 * * 5-1', now())`, `jobs_cron_next: cron field day-of-week: range '5-1' starts after it ends in '0 0 * * 5-1'`},
 		{`SELECT jobs_cron_next('*/61 * * * *', now())`, `jobs_cron_next: cron field minute: step '61' must be a number from 1 to 59 in '*/61 * * * *'`},
