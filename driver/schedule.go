@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -100,6 +102,8 @@ func validateSchedules(schedules []Schedule) ([]scheduleArgs, error) {
 		}
 		out = append(out, a)
 	}
+	// Clients declaring overlapping sets lock the rows in one order: no deadlock.
+	slices.SortFunc(out, func(a, b scheduleArgs) int { return strings.Compare(a.name, b.name) })
 	return out, nil
 }
 
@@ -135,8 +139,8 @@ func (c *Client) scheduleLoop(ctx context.Context) {
 	}
 }
 
-// declareSchedules upserts every schedule in one transaction: a bad one (the database
-// checks the cron expression and time zone) declares none.
+// declareSchedules upserts every schedule in one transaction, in name order: a bad one (the
+// database checks the cron expression and time zone) declares none.
 func (c *Client) declareSchedules(ctx context.Context) error {
 	qctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
