@@ -24,6 +24,7 @@ type Client struct {
 	queueOrder []*fetchLoop          // fetchLoops sorted by queue name
 	listenCfg  *pgx.ConnConfig
 	completer  *completer
+	schedules  []scheduleArgs // Config.Schedules, declared by scheduleLoop
 
 	mu       sync.Mutex
 	started  bool
@@ -55,6 +56,10 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	schedules, err := validateSchedules(cfg.Schedules)
+	if err != nil {
+		return nil, err
+	}
 	listenCfg := pool.Config().ConnConfig
 	if cfg.ListenerURL != "" {
 		if listenCfg, err = pgx.ParseConfig(cfg.ListenerURL); err != nil {
@@ -69,6 +74,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		handlers:   make(map[string]*handler, len(cfg.Handlers.byKind)),
 		fetchLoops: make(map[string]*fetchLoop, len(cfg.Queues)),
 		listenCfg:  listenCfg,
+		schedules:  schedules,
 		stopCh:     make(chan struct{}),
 		done:       make(chan struct{}),
 		fatal:      make(chan error, 1),
@@ -129,7 +135,8 @@ func (c *Client) Run(ctx context.Context) error {
 	defer cancelJobs(ErrShutdown)
 	c.workCtx, c.jobsCtx = workCtx, jobsCtx
 
-	// Goroutines: one fetch loop per queue, the listener and the maintainer stop first (loops);
+	// Goroutines: one fetch loop per queue, the listener, the maintainer and the scheduler
+	// stop first (loops);
 	// the heartbeater and the completer keep going until the jobs have finished (tail).
 	fetchCtx, stopFetching := context.WithCancel(base)
 	defer stopFetching()
@@ -142,6 +149,9 @@ func (c *Client) Run(ctx context.Context) error {
 	loops.Go(func() { c.listen(fetchCtx) })
 	if c.cfg.RequeueInterval > 0 {
 		loops.Go(func() { c.maintainLoop(fetchCtx) })
+	}
+	if c.cfg.ScheduleTickInterval > 0 || len(c.schedules) > 0 {
+		loops.Go(func() { c.scheduleLoop(fetchCtx) })
 	}
 	if c.cfg.HeartbeatInterval > 0 {
 		tail.Go(func() { c.heartbeatLoop(heartbeatCtx) })

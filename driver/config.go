@@ -153,6 +153,18 @@ type Config struct {
 	// Hook, if set, receives an Event for every job started, completed, failed, snoozed,
 	// cancelled or lost; see Hook. Defaults to none.
 	Hook Hook
+
+	// Schedules are durable cron schedules this client declares (creates or updates, with
+	// jobs_schedule) when it starts; see [Schedule]. Declaring the same schedules at every
+	// start neither re-fires nor skips a run. Schedules missing here are not removed
+	// (jobs_unschedule does that). Declaring needs the jobs_admin role. Defaults to none.
+	Schedules []Schedule
+
+	// ScheduleTickInterval is how often this client calls jobs_schedule_tick, which enqueues
+	// the jobs of the schedules that are due (whoever declared them). Jittered by up to
+	// 10%; every client does it, and the call is one index probe when nothing is due. At
+	// least 10ms; -1 disables it. Defaults to PollInterval.
+	ScheduleTickInterval time.Duration
 }
 
 // QueueConfig configures one queue of a [Client].
@@ -244,6 +256,12 @@ func (c *Config) validate() (*Config, error) {
 	}
 	if err := durationField(&cfg.RequeueInterval, RequeueIntervalDefault, true, 10*time.Millisecond); err != nil {
 		return nil, invalid("RequeueInterval", "%s", err)
+	}
+	if err := durationField(&cfg.ScheduleTickInterval, cfg.PollInterval, true, 10*time.Millisecond); err != nil {
+		return nil, invalid("ScheduleTickInterval", "%s", err)
+	}
+	if _, err := validateSchedules(cfg.Schedules); err != nil {
+		return nil, err
 	}
 	if err := durationField(&cfg.ShutdownTimeout, ShutdownTimeoutDefault, true, 0); err != nil {
 		return nil, invalid("ShutdownTimeout", "%s", err)

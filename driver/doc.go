@@ -124,6 +124,24 @@
 // repeating them is safe. Only when shutdown stops waiting for the database are completions
 // dropped, with an error logged; those jobs run again after their lease expires.
 //
+// # Periodic jobs
+//
+// Durable cron schedules live in the database (jobs_schedules), not in the client, so runs
+// are not lost across restarts and no client is a leader. [Config.Schedules] lists the
+// schedules a client declares when it starts (jobs_schedule: the same declaration again
+// keeps the next run time, so restarts neither re-fire nor skip a run):
+//
+//	cfg.Schedules = []driver.Schedule{
+//		{Name: "nightly-report", Cron: "30 2 * * *", Timezone: "Europe/Berlin", Kind: "report"},
+//		{Name: "heartbeat", Cron: "@every 30 seconds", Kind: "ping"},
+//	}
+//
+// Every client, with or without schedules of its own, calls jobs_schedule_tick every
+// [Config.ScheduleTickInterval] (the poll interval by default), which enqueues one job per
+// due schedule with run_at set to the scheduled instant. However many clients tick, each
+// instant is enqueued once; after downtime only the latest missed instant is. See
+// docs/operations.md for ticking from psql with pg_cron or system cron.
+//
 // # Shutdown
 //
 // [Client.Run] returns when its context is cancelled or [Client.Stop] is called, after a
@@ -157,8 +175,8 @@
 // # Goroutines
 //
 // A running client has one fetch loop per queue, one LISTEN goroutine, one maintainer, one
-// heartbeater and one completer. Jobs run on worker goroutines, about one per slot (a claim
-// made just as a worker frees its slot may start one more): the fetch loop hands a claimed
+// scheduler, one heartbeater and one completer. Jobs run on worker goroutines, about one per
+// slot (a claim made just as a worker frees its slot may start one more): the fetch loop hands a claimed
 // job to an idle worker, or starts a worker when none is idle, and a worker that has had no
 // job for five seconds exits. A busy queue thus reuses its workers
 // (and their grown stacks) rather than starting a goroutine per job, and an idle client has

@@ -64,7 +64,7 @@ func TestHeartbeatPastLockedRow(t *testing.T) {
 	cfg.ShutdownTimeout = 100 * time.Millisecond // the locked handler returns only when cancelled
 
 	// The locked job has the lowest id: a heartbeat that waited for its lock would hold
-	// no other row meanwhile, so the requeuer could take every other job.
+	// no other row meanwhile, so the maintainer could take every other job.
 	locked := mustEnqueue(t, b.pool, "locked", nil, nil)
 	long := []int64{mustEnqueue(t, b.pool, "long", nil, nil), mustEnqueue(t, b.pool, "long", nil, nil)}
 	startClient(t, b.pool, cfg)

@@ -74,6 +74,17 @@ const heartbeatManySQL = `SELECT id, extended FROM jobs_heartbeat_many($1, $2, $
 // hit its batch size and another round should follow; the counts, only for logging.
 const maintainSQL = `SELECT ran, requeued, pruned_done, pruned_cancelled, pruned_dead, more FROM jobs_maintain()`
 
+// scheduleSQL calls jobs_schedule(name, cron, kind, payload, queue, timezone, priority,
+// max_attempts, enabled) for each of Config.Schedules when the client starts. Relies on:
+// the same arguments again change nothing (the next run is kept); a bad cron expression or
+// time zone is SQLSTATE 22023 naming it.
+const scheduleSQL = `SELECT jobs_schedule($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
+// scheduleTickSQL calls jobs_schedule_tick() for the scheduler. Relies on: each scheduled
+// instant is enqueued once whatever the number of clients ticking; the number of jobs
+// enqueued, only for logging.
+const scheduleTickSQL = `SELECT jobs_schedule_tick()`
+
 // notifyChannel is the channel the SQL functions NOTIFY, at commit, with the queue name as
 // payload, when a job becomes ready now (enqueued, retried, snoozed to now, requeued). One
 // notification per queue and transaction; the listener wakes that queue's fetch loop.

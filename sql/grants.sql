@@ -1,10 +1,12 @@
 -- skiplock grants: the three roles, and the one list of which role may call which function.
 --
 --   jobs_producer  adds jobs and follows their progress
---   jobs_worker    claims and runs jobs; runs jobs_maintain (the driver calls it)
+--   jobs_worker    claims and runs jobs; runs jobs_maintain and jobs_schedule_tick (the
+--                  driver calls them)
 --   jobs_admin     cancels, retries, deletes and prunes jobs, in bulk too; reads and tunes
 --                  jobs_settings; pauses and resumes queues, sets their concurrency and rate
---                  limits, reads jobs_queues
+--                  limits, reads jobs_queues; manages schedules (jobs_schedule,
+--                  jobs_unschedule) and reads jobs_schedules
 --
 -- The functions are SECURITY DEFINER and PUBLIC may execute none of them, so these grants are
 -- the only way in: no role needs privileges on the tables. Application logins get a role with
@@ -87,7 +89,17 @@ BEGIN
             ('jobs_cancel_many(bigint[], text, text, jobs_state[], integer)',                           '{jobs_admin}'),
             ('jobs_delete_many(bigint[], text, text, jobs_state[], integer)',                           '{jobs_admin}'),
             ('jobs_maintain(integer)',                                                                  '{jobs_worker, jobs_admin}'),
-            ('jobs_metrics()',                                                                          '{jobs_worker, jobs_admin}')
+            ('jobs_metrics()',                                                                          '{jobs_worker, jobs_admin}'),
+            ('_jobs_cron_field(text, text, text, text, integer, integer, text[], integer, integer)',    '{}'),
+            ('_jobs_cron_parse(text, text)',                                                            '{}'),
+            ('_jobs_cron_timezone(text, text)',                                                         '{}'),
+            ('_jobs_cron_instant(timestamp, text)',                                                     '{}'),
+            ('_jobs_cron_next(text, text, timestamptz, text)',                                          '{}'),
+            ('_jobs_cron_latest(text, text, text, timestamptz, timestamptz)',                           '{}'),
+            ('jobs_cron_next(text, timestamptz, text)',                                                 '{jobs_producer, jobs_worker, jobs_admin}'),
+            ('jobs_schedule(text, text, text, jsonb, text, text, integer, integer, boolean)',           '{jobs_admin}'),
+            ('jobs_unschedule(text)',                                                                   '{jobs_admin}'),
+            ('jobs_schedule_tick()',                                                                    '{jobs_worker, jobs_admin}')
         ) AS f(signature, roles)
     LOOP
         IF v_function.oid IS NULL THEN
@@ -107,6 +119,8 @@ BEGIN
         EXECUTE format('GRANT SELECT, UPDATE ON TABLE %I.jobs_settings TO jobs_admin', current_schema());
         -- Queue settings are read with plain SELECT and changed only through the functions.
         EXECUTE format('GRANT SELECT ON TABLE %I.jobs_queues TO jobs_admin', current_schema());
+        -- Schedules change only through jobs_schedule and jobs_unschedule.
+        EXECUTE format('GRANT SELECT ON TABLE %I.jobs_schedules TO jobs_admin', current_schema());
     END IF;
 
     -- Calling a function needs USAGE on its schema too. PUBLIC has it on public; a dedicated

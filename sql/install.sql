@@ -38,5 +38,15 @@
 {{ template "functions/jobs_delete_many.sql" . }}
 {{ template "functions/jobs_maintain.sql" . }}
 {{ template "functions/jobs_metrics.sql" . }}
+{{ template "functions/_jobs_cron_field.sql" . }}
+{{ template "functions/_jobs_cron_parse.sql" . }}
+{{ template "functions/_jobs_cron_timezone.sql" . }}
+{{ template "functions/_jobs_cron_instant.sql" . }}
+{{ template "functions/_jobs_cron_next.sql" . }}
+{{ template "functions/_jobs_cron_latest.sql" . }}
+{{ template "functions/jobs_cron_next.sql" . }}
+{{ template "functions/jobs_schedule.sql" . }}
+{{ template "functions/jobs_unschedule.sql" . }}
+{{ template "functions/jobs_schedule_tick.sql" . }}
 
 {{ template "grants.sql" . }}

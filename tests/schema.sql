@@ -377,6 +377,340 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) IS 'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
 
+CREATE FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer, star_hi integer) RETURNS integer[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $_$
+#variable_conflict use_column
+DECLARE
+    v_element text;
+    v_range   text;
+    v_bounds  text[];
+    v_parts   text[];
+    v_first   integer;
+    v_last    integer;
+    v_step    integer;
+    v_bound   text;
+    v_value   integer;
+    v_values  integer[] := '{}';
+BEGIN
+    FOREACH v_element IN ARRAY string_to_array(_jobs_cron_field.spec, ',') LOOP
+        IF v_element = '' THEN
+            PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
+                format('field %s has an empty list element in %L', _jobs_cron_field.field, _jobs_cron_field.cron));
+        END IF;
+        v_parts := string_to_array(v_element, '/');
+        IF cardinality(v_parts) > 2 THEN
+            PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
+                format('field %s: %L has more than one step in %L', _jobs_cron_field.field, v_element, _jobs_cron_field.cron));
+        END IF;
+        v_range := v_parts[1];
+        v_step := 1;
+        IF cardinality(v_parts) = 2 THEN
+            -- The cast only runs on one to four digits: anything else is out of range.
+            v_step := 0;
+            IF v_parts[2] ~ '^[0-9]{1,4}$' THEN
+                v_step := v_parts[2]::integer;
+            END IF;
+            IF v_step NOT BETWEEN 1 AND _jobs_cron_field.hi THEN
+                PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
+                    format('field %s: step %L must be a number from 1 to %s in %L',
+                           _jobs_cron_field.field, v_parts[2], _jobs_cron_field.hi, _jobs_cron_field.cron));
+            END IF;
+        END IF;
+
+        IF v_range = '*' THEN
+            v_first := _jobs_cron_field.lo;
+            v_last := _jobs_cron_field.star_hi;
+        ELSE
+            v_bounds := string_to_array(v_range, '-');
+            IF cardinality(v_bounds) > 2 THEN
+                PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
+                    format('field %s: %L is not a value or range in %L', _jobs_cron_field.field, v_range, _jobs_cron_field.cron));
+            END IF;
+            FOR v_i IN 1 .. cardinality(v_bounds) LOOP
+                v_bound := v_bounds[v_i];
+                IF v_bound ~ '^[0-9]+$' THEN
+                    -- Long digit strings are out of range, not integer overflows.
+                    v_value := CASE WHEN length(v_bound) <= 4 THEN v_bound::integer ELSE 10000 END;
+                ELSIF _jobs_cron_field.names IS NOT NULL
+                      AND array_position(_jobs_cron_field.names, upper(v_bound)) IS NOT NULL THEN
+                    v_value := array_position(_jobs_cron_field.names, upper(v_bound)) - 1 + _jobs_cron_field.names_base;
+                ELSE
+                    PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
+                        format('field %s: %L is not a number%s in %L', _jobs_cron_field.field, v_bound,
+                               CASE WHEN _jobs_cron_field.names IS NOT NULL THEN ' or name' ELSE '' END,
+                               _jobs_cron_field.cron));
+                END IF;
+                IF v_value NOT BETWEEN _jobs_cron_field.lo AND _jobs_cron_field.hi THEN
+                    PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
+                        format('field %s: %s is out of range %s-%s in %L', _jobs_cron_field.field, v_bound,
+                               _jobs_cron_field.lo, _jobs_cron_field.hi, _jobs_cron_field.cron));
+                END IF;
+                IF v_i = 1 THEN
+                    v_first := v_value;
+                END IF;
+                v_last := v_value;
+            END LOOP;
+            -- 'a/step' runs from a to the end of the field's range.
+            IF cardinality(v_bounds) = 1 AND cardinality(v_parts) = 2 THEN
+                v_last := greatest(v_first, _jobs_cron_field.star_hi);
+            END IF;
+            IF v_first > v_last THEN
+                PERFORM _jobs_invalid(_jobs_cron_field.func, 'cron',
+                    format('field %s: range %L starts after it ends in %L', _jobs_cron_field.field, v_range, _jobs_cron_field.cron));
+            END IF;
+        END IF;
+        v_values := v_values || ARRAY(SELECT generate_series(v_first, v_last, v_step));
+    END LOOP;
+    RETURN ARRAY(SELECT DISTINCT v FROM unnest(v_values) AS v ORDER BY v);
+END;
+$_$;
+
+COMMENT ON FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer, star_hi integer) IS 'skiplock (private): parses one cron field into its sorted values.';
+
+CREATE FUNCTION skiplock._jobs_cron_instant(local timestamp without time zone, timezone text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_local   timestamp := _jobs_cron_instant.local;
+    v_instant timestamptz;
+    v_earlier timestamptz;
+    v_before  timestamptz;
+BEGIN
+    -- AT TIME ZONE reads a skipped time with the offset before the jump (02:30 -> 03:30
+    -- EDT) and a repeated time as its second, standard-time occurrence.
+    v_instant := v_local AT TIME ZONE _jobs_cron_instant.timezone;
+    IF (v_instant AT TIME ZONE _jobs_cron_instant.timezone) <> v_local THEN
+        -- Skipped: walk to the first local minute that exists (at most the jump's length;
+        -- bounded by two days for zones that skipped a whole date).
+        FOR v_i IN 1 .. 2880 LOOP
+            v_local := v_local + interval '1 minute';
+            v_instant := v_local AT TIME ZONE _jobs_cron_instant.timezone;
+            EXIT WHEN (v_instant AT TIME ZONE _jobs_cron_instant.timezone) = v_local;
+        END LOOP;
+        RETURN v_instant;
+    END IF;
+    -- Repeated: the same local time read with the offset in force three hours earlier
+    -- (before any fall-back that v_instant follows; transitions are further apart).
+    v_before := v_instant - interval '3 hours';
+    v_earlier := (v_local - ((v_before AT TIME ZONE _jobs_cron_instant.timezone) - (v_before AT TIME ZONE 'UTC')))
+                 AT TIME ZONE 'UTC';
+    IF v_earlier < v_instant AND (v_earlier AT TIME ZONE _jobs_cron_instant.timezone) = v_local THEN
+        RETURN v_earlier;
+    END IF;
+    RETURN v_instant;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_cron_instant(local timestamp without time zone, timezone text) IS 'skiplock (private): the instant of a cron run at a local time (skipped times at the jump, repeated times at their first occurrence).';
+
+CREATE FUNCTION skiplock._jobs_cron_latest(func text, cron text, timezone text, "from" timestamp with time zone, upto timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_window  interval := interval '1 minute';
+    v_instant timestamptz;
+    v_next    timestamptz;
+BEGIN
+    LOOP
+        IF _jobs_cron_latest.upto - v_window <= _jobs_cron_latest."from" THEN
+            v_instant := _jobs_cron_latest."from";
+            EXIT;
+        END IF;
+        v_instant := _jobs_cron_next(_jobs_cron_latest.func, _jobs_cron_latest.cron,
+                                     _jobs_cron_latest.upto - v_window, _jobs_cron_latest.timezone);
+        EXIT WHEN v_instant <= _jobs_cron_latest.upto;
+        v_window := v_window * 2;
+    END LOOP;
+    LOOP
+        v_next := _jobs_cron_next(_jobs_cron_latest.func, _jobs_cron_latest.cron, v_instant, _jobs_cron_latest.timezone);
+        EXIT WHEN v_next IS NULL OR v_next > _jobs_cron_latest.upto;
+        v_instant := v_next;
+    END LOOP;
+    RETURN v_instant;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_cron_latest(func text, cron text, timezone text, "from" timestamp with time zone, upto timestamp with time zone) IS 'skiplock (private): the latest instant of a cron expression between an instant of it and a bound.';
+
+CREATE FUNCTION skiplock._jobs_cron_next(func text, cron text, after timestamp with time zone, timezone text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_spec     record;
+    v_local    timestamp;
+    v_day      date;
+    v_last_day date;
+    v_start    integer;
+    v_hour     integer;
+    v_minute   integer;
+    v_dom_ok   boolean;
+    v_dow_ok   boolean;
+    v_instant  timestamptz;
+BEGIN
+    v_spec := _jobs_cron_parse(_jobs_cron_next.func, _jobs_cron_next.cron);
+    PERFORM _jobs_cron_timezone(_jobs_cron_next.func, _jobs_cron_next.timezone);
+    IF _jobs_cron_next.after IS NULL OR NOT isfinite(_jobs_cron_next.after) THEN
+        PERFORM _jobs_invalid(_jobs_cron_next.func, 'after', 'must be a finite timestamp');
+    END IF;
+    -- Outside these bounds the search itself would leave the timestamp range.
+    IF _jobs_cron_next.after < timestamptz '4000-01-01 00:00:00+00 BC'
+       OR _jobs_cron_next.after >= timestamptz '294000-01-01 00:00:00+00' THEN
+        RETURN NULL;
+    END IF;
+
+    IF v_spec.every_seconds IS NOT NULL THEN
+        -- The instants of @every are the multiples of the step since 1970-01-01 00:00 UTC,
+        -- whatever the time zone: a pure function of after, so that every ticker agrees.
+        RETURN timestamptz 'epoch' + make_interval(secs =>
+            ((floor(extract(epoch FROM _jobs_cron_next.after) / v_spec.every_seconds) + 1) * v_spec.every_seconds)::double precision);
+    END IF;
+
+    v_local := _jobs_cron_next.after AT TIME ZONE _jobs_cron_next.timezone;
+    v_day := v_local::date;
+    -- Minutes into the day of the first candidate: the whole minute after after's.
+    v_start := extract(hour FROM v_local)::integer * 60 + extract(minute FROM v_local)::integer + 1;
+    -- Every valid expression runs within 8 years (29 February: 2096, then 2104).
+    v_last_day := least(v_day + 3660, date '294000-01-01');
+
+    WHILE v_day <= v_last_day LOOP
+        IF NOT extract(month FROM v_day)::integer = ANY (v_spec.months) THEN
+            v_day := (date_trunc('month', v_day) + interval '1 month')::date;
+            v_start := 0;
+            CONTINUE;
+        END IF;
+        v_dom_ok := extract(day FROM v_day)::integer = ANY (v_spec.doms);
+        v_dow_ok := extract(dow FROM v_day)::integer = ANY (v_spec.dows);
+        -- When both day fields are restricted, a day matching either runs (crontab(5)).
+        IF (v_spec.dom_restricted AND v_spec.dow_restricted AND (v_dom_ok OR v_dow_ok))
+           OR (v_dom_ok AND v_dow_ok) THEN
+            FOREACH v_hour IN ARRAY v_spec.hours LOOP
+                CONTINUE WHEN (v_hour + 1) * 60 <= v_start;
+                FOREACH v_minute IN ARRAY v_spec.minutes LOOP
+                    CONTINUE WHEN v_hour * 60 + v_minute < v_start;
+                    v_instant := _jobs_cron_instant(v_day + make_interval(hours => v_hour, mins => v_minute),
+                                                    _jobs_cron_next.timezone);
+                    -- Only a local time repeated at fall-back, whose first occurrence was
+                    -- before after, is passed over here.
+                    IF v_instant > _jobs_cron_next.after THEN
+                        RETURN v_instant;
+                    END IF;
+                END LOOP;
+            END LOOP;
+        END IF;
+        v_day := v_day + 1;
+        v_start := 0;
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_cron_next(func text, cron text, after timestamp with time zone, timezone text) IS 'skiplock (private): jobs_cron_next, raising its errors in the name of the calling function.';
+
+CREATE FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT every_seconds bigint) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_expr     text;
+    v_fields   text[];
+    v_interval interval;
+    v_seconds  numeric;
+BEGIN
+    IF _jobs_cron_parse.cron IS NULL OR btrim(_jobs_cron_parse.cron) = '' OR octet_length(_jobs_cron_parse.cron) > 1000 THEN
+        PERFORM _jobs_invalid(_jobs_cron_parse.func, 'cron', 'must be a cron expression of at most 1000 bytes');
+    END IF;
+    v_expr := btrim(_jobs_cron_parse.cron, E' \t\n\r');
+
+    IF lower(v_expr) ~ '^@every\s' THEN
+        BEGIN
+            v_interval := btrim(substr(v_expr, 7), E' \t\n\r')::interval;
+        EXCEPTION
+            WHEN data_exception THEN
+                PERFORM _jobs_invalid(_jobs_cron_parse.func, 'cron',
+                    format('@every: %L is not an interval', btrim(substr(v_expr, 7), E' \t\n\r')));
+        END;
+        v_seconds := extract(epoch FROM v_interval);
+        IF extract(year FROM v_interval) <> 0 OR extract(month FROM v_interval) <> 0
+           OR v_seconds < 1 OR v_seconds <> trunc(v_seconds) OR v_seconds > 3162240000 THEN
+            PERFORM _jobs_invalid(_jobs_cron_parse.func, 'cron',
+                format('@every: %L must be a whole number of seconds from 1 second to 100 years, without months or years', v_interval));
+        END IF;
+        every_seconds := v_seconds::bigint;
+        RETURN;
+    END IF;
+
+    IF left(v_expr, 1) = '@' THEN
+        v_expr := CASE lower(v_expr)
+            WHEN '@yearly'   THEN '0 0 1 1 *'
+            WHEN '@annually' THEN '0 0 1 1 *'
+            WHEN '@monthly'  THEN '0 0 1 * *'
+            WHEN '@weekly'   THEN '0 0 * * 0'
+            WHEN '@daily'    THEN '0 0 * * *'
+            WHEN '@midnight' THEN '0 0 * * *'
+            WHEN '@hourly'   THEN '0 * * * *'
+        END;
+        IF v_expr IS NULL THEN
+            PERFORM _jobs_invalid(_jobs_cron_parse.func, 'cron',
+                format('%L is not a macro (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, @every <interval>)',
+                       _jobs_cron_parse.cron));
+        END IF;
+    END IF;
+
+    v_fields := regexp_split_to_array(v_expr, '\s+');
+    IF cardinality(v_fields) <> 5 THEN
+        PERFORM _jobs_invalid(_jobs_cron_parse.func, 'cron',
+            format('must have 5 fields (minute hour day-of-month month day-of-week), got %s in %L',
+                   cardinality(v_fields), _jobs_cron_parse.cron));
+    END IF;
+
+    minutes := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'minute', v_fields[1], 0, 59, NULL, 0, 59);
+    hours := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'hour', v_fields[2], 0, 23, NULL, 0, 23);
+    doms := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'day-of-month', v_fields[3], 1, 31, NULL, 0, 31);
+    months := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'month', v_fields[4], 1, 12,
+        '{JAN,FEB,MAR,APR,MAY,JUN,JUL,AUG,SEP,OCT,NOV,DEC}', 1, 12);
+    -- 0 and 7 are both Sunday; '*' and 'a/step' end at 6, so '5/2' is Friday only.
+    dows := _jobs_cron_field(_jobs_cron_parse.func, _jobs_cron_parse.cron, 'day-of-week', v_fields[5], 0, 7,
+        '{SUN,MON,TUE,WED,THU,FRI,SAT}', 0, 6);
+    dows := ARRAY(SELECT DISTINCT d % 7 FROM unnest(dows) AS d ORDER BY 1);
+    -- crontab(5): a day field is restricted unless it starts with '*' (so '*/2' is not).
+    dom_restricted := left(v_fields[3], 1) <> '*';
+    dow_restricted := left(v_fields[5], 1) <> '*';
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT every_seconds bigint) IS 'skiplock (private): parses a cron expression into the values of its fields, or an @every step.';
+
+CREATE FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF _jobs_cron_timezone.timezone IS NULL OR _jobs_cron_timezone.timezone = ''
+       OR octet_length(_jobs_cron_timezone.timezone) > 200 THEN
+        PERFORM _jobs_invalid(_jobs_cron_timezone.func, 'timezone', 'must be a time zone name such as ''Europe/Berlin''');
+    END IF;
+    BEGIN
+        PERFORM timestamptz '2000-01-01 00:00:00+00' AT TIME ZONE _jobs_cron_timezone.timezone;
+    EXCEPTION
+        WHEN invalid_parameter_value OR feature_not_supported THEN
+            PERFORM _jobs_invalid(_jobs_cron_timezone.func, 'timezone',
+                format('%L is not a known time zone (use an IANA name such as ''Europe/Berlin'')', _jobs_cron_timezone.timezone));
+    END;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) IS 'skiplock (private): raises 22023 naming timezone unless PostgreSQL knows the zone.';
+
 CREATE FUNCTION skiplock._jobs_invalid(func text, param text, problem text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
@@ -758,6 +1092,18 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) IS 'skiplock: jobs_complete for many (id, attempt) pairs; returns the ids completed.';
+
+CREATE FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text DEFAULT 'UTC'::text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN _jobs_cron_next('jobs_cron_next', jobs_cron_next.cron, jobs_cron_next.after, jobs_cron_next.timezone);
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text) IS 'skiplock: the first instant after `after` at which a cron expression runs in a time zone.';
 
 CREATE FUNCTION skiplock.jobs_delete_many(ids bigint[] DEFAULT NULL::bigint[], queue text DEFAULT NULL::text, kind text DEFAULT NULL::text, states skiplock.jobs_state[] DEFAULT '{done,dead,cancelled}'::skiplock.jobs_state[], max_jobs integer DEFAULT 10000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1719,6 +2065,130 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_retry_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) IS 'skiplock: jobs_retry for up to max_jobs jobs matching the filters (default: dead jobs); skips locked rows; returns the count.';
 
+CREATE FUNCTION skiplock.jobs_schedule(name text, cron text, kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, timezone text DEFAULT 'UTC'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, enabled boolean DEFAULT true) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_next timestamptz;
+BEGIN
+    IF jobs_schedule.name IS NULL OR jobs_schedule.name = '' OR octet_length(jobs_schedule.name) > 200 THEN
+        PERFORM _jobs_invalid('jobs_schedule', 'name', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    -- Checks cron and timezone, naming them.
+    v_next := _jobs_cron_next('jobs_schedule', jobs_schedule.cron, now(), jobs_schedule.timezone);
+    IF v_next IS NULL THEN
+        PERFORM _jobs_invalid('jobs_schedule', 'cron', format('%L never runs (no run within ten years)', jobs_schedule.cron));
+    END IF;
+    IF jobs_schedule.kind IS NULL OR jobs_schedule.kind = '' OR octet_length(jobs_schedule.kind) > 200 THEN
+        PERFORM _jobs_invalid('jobs_schedule', 'kind', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_schedule.payload IS NULL THEN
+        PERFORM _jobs_invalid('jobs_schedule', 'payload', 'must not be NULL (use ''{}'' for no payload)');
+    END IF;
+    IF jobs_schedule.queue IS NULL OR jobs_schedule.queue = '' OR octet_length(jobs_schedule.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_schedule', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_schedule.priority IS NULL THEN
+        PERFORM _jobs_invalid('jobs_schedule', 'priority', 'must not be NULL');
+    END IF;
+    IF jobs_schedule.max_attempts IS NULL OR jobs_schedule.max_attempts < 1 THEN
+        PERFORM _jobs_invalid('jobs_schedule', 'max_attempts', 'must be at least 1');
+    END IF;
+    IF jobs_schedule.enabled IS NULL THEN
+        PERFORM _jobs_invalid('jobs_schedule', 'enabled', 'must not be NULL');
+    END IF;
+
+    -- A concurrent jobs_unschedule can delete the row between the upsert that changed
+    -- nothing and the read of its next run; then the next round inserts it again.
+    LOOP
+        INSERT INTO jobs_schedules AS s (name, cron, timezone, kind, payload, queue, priority, max_attempts,
+                                         enabled, next_run_at)
+        VALUES (jobs_schedule.name, jobs_schedule.cron, jobs_schedule.timezone, jobs_schedule.kind,
+                jobs_schedule.payload, jobs_schedule.queue, jobs_schedule.priority, jobs_schedule.max_attempts,
+                jobs_schedule.enabled, v_next)
+        ON CONFLICT (name) DO UPDATE
+        SET cron         = EXCLUDED.cron,
+            timezone     = EXCLUDED.timezone,
+            kind         = EXCLUDED.kind,
+            payload      = EXCLUDED.payload,
+            queue        = EXCLUDED.queue,
+            priority     = EXCLUDED.priority,
+            max_attempts = EXCLUDED.max_attempts,
+            enabled      = EXCLUDED.enabled,
+            -- Later than last_run_at in every branch (jobs_schedules_next_after_last).
+            next_run_at  = CASE
+                WHEN s.cron <> EXCLUDED.cron OR s.timezone <> EXCLUDED.timezone OR (NOT s.enabled AND EXCLUDED.enabled)
+                THEN _jobs_cron_next('jobs_schedule', EXCLUDED.cron, greatest(now(), s.last_run_at), EXCLUDED.timezone)
+                ELSE s.next_run_at
+            END,
+            updated_at   = now()
+        WHERE (s.cron, s.timezone, s.kind, s.payload, s.queue, s.priority, s.max_attempts, s.enabled)
+              IS DISTINCT FROM
+              (EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.kind, EXCLUDED.payload, EXCLUDED.queue,
+               EXCLUDED.priority, EXCLUDED.max_attempts, EXCLUDED.enabled)
+        RETURNING s.next_run_at INTO v_next;
+        IF FOUND THEN
+            RETURN v_next;
+        END IF;
+        -- Unchanged: the row is locked (ON CONFLICT took the lock) and kept as it is.
+        SELECT s.next_run_at INTO v_next
+        FROM jobs_schedules s
+        WHERE s.name = jobs_schedule.name;
+        IF FOUND THEN
+            RETURN v_next;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_schedule(name text, cron text, kind text, payload jsonb, queue text, timezone text, priority integer, max_attempts integer, enabled boolean) IS 'skiplock: creates or updates a named cron schedule and returns its next run time; the same arguments again change nothing.';
+
+CREATE FUNCTION skiplock.jobs_schedule_tick() RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_schedule record;
+    v_instant  timestamptz;
+    v_job_id   bigint;
+    v_count    integer := 0;
+BEGIN
+    FOR v_schedule IN
+        SELECT s.name, s.cron, s.timezone, s.kind, s.payload, s.queue, s.priority, s.max_attempts,
+               s.next_run_at, s.last_run_at, s.last_job_id
+        FROM jobs_schedules s
+        WHERE s.enabled
+          AND s.next_run_at <= now()
+        ORDER BY s.next_run_at
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        -- The row is locked and re-read as of its latest committed version, so another
+        -- tick's advance is seen here (and the row then no longer due is not returned).
+        v_instant := _jobs_cron_latest('jobs_schedule_tick', v_schedule.cron, v_schedule.timezone,
+                                       v_schedule.next_run_at, now());
+        v_job_id := v_schedule.last_job_id;
+        IF v_schedule.last_run_at IS NULL OR v_instant > v_schedule.last_run_at THEN
+            v_job_id := jobs_enqueue(v_schedule.kind, v_schedule.payload, v_schedule.queue, v_instant,
+                                     v_schedule.priority, v_schedule.max_attempts);
+            v_count := v_count + 1;
+        ELSE
+            v_instant := v_schedule.last_run_at;
+        END IF;
+        UPDATE jobs_schedules s
+        SET last_run_at = v_instant,
+            last_job_id = v_job_id,
+            next_run_at = _jobs_cron_next('jobs_schedule_tick', v_schedule.cron, v_instant, v_schedule.timezone)
+        WHERE s.name = v_schedule.name;
+    END LOOP;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_schedule_tick() IS 'skiplock: enqueues one job per due schedule (the latest missed instant after downtime) and advances it; exactly once per instant.';
+
 CREATE FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer DEFAULT NULL::integer) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -1856,6 +2326,23 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_stats() IS 'skiplock: per queue and state, the job count and (queued) the age of the oldest due job.';
 
+CREATE FUNCTION skiplock.jobs_unschedule(name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_unschedule.name IS NULL THEN
+        PERFORM _jobs_invalid('jobs_unschedule', 'name', 'must not be NULL');
+    END IF;
+    DELETE FROM jobs_schedules s
+    WHERE s.name = jobs_unschedule.name;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_unschedule(name text) IS 'skiplock: deletes a named cron schedule; returns whether it existed.';
+
 CREATE TABLE skiplock.jobs (
     id bigint NOT NULL,
     queue text DEFAULT 'default'::text NOT NULL,
@@ -1919,6 +2406,30 @@ CREATE TABLE skiplock.jobs_queues (
 
 COMMENT ON TABLE skiplock.jobs_queues IS 'skiplock per-queue settings: paused, concurrency limits (max_running, per_key) and rate limit (max_starts per per). Change only through jobs_pause, jobs_resume, jobs_set_concurrency, jobs_set_rate_limit.';
 
+CREATE TABLE skiplock.jobs_schedules (
+    name text NOT NULL,
+    cron text NOT NULL,
+    timezone text DEFAULT 'UTC'::text NOT NULL,
+    kind text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    queue text DEFAULT 'default'::text NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    enabled boolean DEFAULT true NOT NULL,
+    next_run_at timestamp with time zone,
+    last_run_at timestamp with time zone,
+    last_job_id bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT jobs_schedules_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
+    CONSTRAINT jobs_schedules_max_attempts_valid CHECK ((max_attempts >= 1)),
+    CONSTRAINT jobs_schedules_name_valid CHECK (((name <> ''::text) AND (octet_length(name) <= 200))),
+    CONSTRAINT jobs_schedules_next_after_last CHECK ((next_run_at > last_run_at)),
+    CONSTRAINT jobs_schedules_queue_valid CHECK (((queue <> ''::text) AND (octet_length(queue) <= 200)))
+);
+
+COMMENT ON TABLE skiplock.jobs_schedules IS 'skiplock schedules: one row per named cron schedule. Change rows only through jobs_schedule and jobs_unschedule.';
+
 CREATE TABLE skiplock.jobs_schema_version (
     version integer NOT NULL
 );
@@ -1951,6 +2462,9 @@ ALTER TABLE ONLY skiplock.jobs
 ALTER TABLE ONLY skiplock.jobs_queues
     ADD CONSTRAINT jobs_queues_pkey PRIMARY KEY (queue);
 
+ALTER TABLE ONLY skiplock.jobs_schedules
+    ADD CONSTRAINT jobs_schedules_pkey PRIMARY KEY (name);
+
 ALTER TABLE ONLY skiplock.jobs_settings
     ADD CONSTRAINT jobs_settings_pkey PRIMARY KEY (singleton);
 
@@ -1964,6 +2478,8 @@ CREATE INDEX jobs_ready_key_idx ON skiplock.jobs USING btree (queue, concurrency
 
 CREATE INDEX jobs_running_lease_idx ON skiplock.jobs USING btree (lease_expires_at) WHERE (lease_expires_at IS NOT NULL);
 
+CREATE INDEX jobs_schedules_due_idx ON skiplock.jobs_schedules USING btree (next_run_at) WHERE enabled;
+
 CREATE UNIQUE INDEX jobs_unique_key_idx ON skiplock.jobs USING btree (queue, unique_key) WHERE ((unique_key IS NOT NULL) AND (state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state])));
 
 GRANT USAGE ON SCHEMA skiplock TO jobs_producer;
@@ -1975,6 +2491,18 @@ REVOKE ALL ON FUNCTION skiplock._jobs_check_bulk_args(func text, states skiplock
 REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer, star_hi integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_cron_instant(local timestamp without time zone, timezone text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_cron_latest(func text, cron text, timezone text, "from" timestamp with time zone, upto timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_cron_next(func text, cron text, after timestamp with time zone, timezone text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT every_seconds bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) FROM PUBLIC;
 
@@ -1999,6 +2527,11 @@ GRANT ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) TO jobs
 
 REVOKE ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text) TO jobs_producer;
+GRANT ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text) TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
@@ -2054,6 +2587,13 @@ GRANT ALL ON FUNCTION skiplock.jobs_retry(id bigint) TO jobs_admin;
 REVOKE ALL ON FUNCTION skiplock.jobs_retry_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_retry_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_schedule(name text, cron text, kind text, payload jsonb, queue text, timezone text, priority integer, max_attempts integer, enabled boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_schedule(name text, cron text, kind text, payload jsonb, queue text, timezone text, priority integer, max_attempts integer, enabled boolean) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_schedule_tick() FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_schedule_tick() TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_schedule_tick() TO jobs_admin;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) TO jobs_admin;
 
@@ -2067,6 +2607,11 @@ REVOKE ALL ON FUNCTION skiplock.jobs_stats() FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_stats() TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_stats() TO jobs_admin;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_unschedule(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_unschedule(name text) TO jobs_admin;
+
 GRANT SELECT ON TABLE skiplock.jobs_queues TO jobs_admin;
+
+GRANT SELECT ON TABLE skiplock.jobs_schedules TO jobs_admin;
 
 GRANT SELECT,UPDATE ON TABLE skiplock.jobs_settings TO jobs_admin;

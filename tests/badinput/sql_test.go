@@ -273,6 +273,25 @@ var publicFuncs = []sqlFunc{
 	{"jobs_get", []sqlParam{
 		{name: "id", typ: "bigint", valid: "1"},
 	}},
+	{"jobs_cron_next", []sqlParam{
+		{name: "cron", typ: "text", valid: "'*/5 * * * *'"},
+		{name: "after", typ: "timestamptz", valid: "now()"},
+		{name: "timezone", typ: "text", valid: "'Europe/Berlin'"},
+	}},
+	{"jobs_schedule", []sqlParam{
+		{name: "name", typ: "text", valid: "'s'"},
+		{name: "cron", typ: "text", valid: "'*/5 * * * *'"},
+		{name: "kind", typ: "text", valid: "'k'"},
+		{name: "payload", typ: "jsonb", valid: `'{"a": 1}'`},
+		{name: "queue", typ: "text", valid: "'queued'"},
+		{name: "timezone", typ: "text", valid: "'Europe/Berlin'"},
+		{name: "priority", typ: "integer", valid: "0"},
+		{name: "max_attempts", typ: "integer", valid: "5"},
+		{name: "enabled", typ: "boolean", valid: "true"},
+	}},
+	{"jobs_unschedule", []sqlParam{
+		{name: "name", typ: "text", valid: "'s'"},
+	}},
 }
 
 // callSQL builds SELECT * FROM f(...) with the valid arguments, argument i replaced by

@@ -148,7 +148,7 @@ func TestPrivilegeCatalog(t *testing.T) {
 		}
 	})
 
-	t.Run("OnlyAdminHasTablePrivilegesOnSettings", func(t *testing.T) {
+	t.Run("OnlyAdminHasTablePrivileges", func(t *testing.T) {
 		// Every privilege on a relation of the install schema held by anyone but its owner,
 		// PUBLIC included (grantee 0), down to single columns.
 		rows, err := b.super.Query(t.Context(), `
@@ -169,7 +169,7 @@ func TestPrivilegeCatalog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"jobs_queues:jobs_admin:SELECT", "jobs_settings:jobs_admin:SELECT", "jobs_settings:jobs_admin:UPDATE"}
+		want := []string{"jobs_queues:jobs_admin:SELECT", "jobs_schedules:jobs_admin:SELECT", "jobs_settings:jobs_admin:SELECT", "jobs_settings:jobs_admin:UPDATE"}
 		if !slices.Equal(got, want) {
 			t.Errorf("table privileges = %v, want %v", got, want)
 		}

@@ -10,12 +10,13 @@ import (
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
-// TableChecksum digests every row of jobs and of jobs_settings: equal checksums mean no
-// column of any row changed, none was added and none removed.
+// TableChecksum digests every row of jobs, jobs_settings and jobs_schedules: equal
+// checksums mean no column of any row changed, none was added and none removed.
 func TableChecksum(t testing.TB, q pgtest.Querier) string {
 	t.Helper()
 	const sql = `SELECT coalesce((SELECT md5(string_agg(j::text, ',' ORDER BY j.id)) FROM jobs j), 'no jobs')
-	        || '/' || coalesce((SELECT md5(string_agg(s::text, ',')) FROM jobs_settings s), 'no settings')`
+	        || '/' || coalesce((SELECT md5(string_agg(s::text, ',')) FROM jobs_settings s), 'no settings')
+	        || '/' || coalesce((SELECT md5(string_agg(c::text, ',' ORDER BY c.name)) FROM jobs_schedules c), 'no schedules')`
 	return pgtest.QueryOne[string](t, q, sql)
 }
 

@@ -286,3 +286,46 @@ SELECT jobs_maintain(max_jobs => 0);
 SELECT queue, ready, scheduled, running, running_expired, dead, cancelled, jobs_created_total
 FROM jobs_metrics()
 WHERE queue IS NULL OR ready + scheduled + running + dead + cancelled > 0;
+-- ## jobs_cron_next
+-- ex: cron-next
+SELECT jobs_cron_next('*/15 * * * *', '2026-03-02 10:07:00+00');
+SELECT jobs_cron_next('0 9 * * MON-FRI', '2026-03-06 15:00:00+00', 'America/New_York');
+SELECT jobs_cron_next('0 0 13 * FRI', '2026-03-01 00:00:00+00');
+SELECT jobs_cron_next('@every 30 seconds', '2026-03-02 10:07:10+00');
+-- ex: cron-next-dst
+SELECT jobs_cron_next('30 2 * * *', '2026-03-28 12:00:00+00', 'Europe/Berlin');
+SELECT jobs_cron_next('30 2 * * *', '2026-10-24 12:00:00+00', 'Europe/Berlin');
+SELECT jobs_cron_next('30 2 * * *', '2026-10-25 00:30:00+00', 'Europe/Berlin');
+-- ex: cron-next-error
+SELECT jobs_cron_next('0 24 * * *', now());
+SELECT jobs_cron_next('@daily', now(), 'Mars/Olympus_Mons');
+
+-- ## jobs_schedule
+-- ex: schedule
+-- doc: SELECT jobs_schedule('nightly-report', '30 2 * * *', 'report', '{"format":"pdf"}', timezone => 'Europe/Berlin');
+SELECT jobs_schedule('nightly-report', '30 2 * * *', 'report', '{"format":"pdf"}', timezone => 'Europe/Berlin')
+       = jobs_cron_next('30 2 * * *', now(), 'Europe/Berlin') AS next_run_is_the_next_0230_in_berlin;
+SELECT name, cron, timezone, kind, payload, queue, enabled, last_run_at, last_job_id FROM jobs_schedules;
+-- ex: schedule-again
+SELECT jobs_schedule('nightly-report', '30 2 * * *', 'report', '{"format":"pdf"}', timezone => 'Europe/Berlin')
+       = (SELECT next_run_at FROM jobs_schedules WHERE name = 'nightly-report') AS next_run_kept;
+-- ex: schedule-error
+SELECT jobs_schedule('bad', '0 0 31 2 *', 'report');
+SELECT jobs_schedule('bad', '0 0 * * MON', 'report', timezone => 'Berlin');
+
+-- ## jobs_schedule_tick
+-- ex: tick
+SELECT jobs_schedule('heartbeat', '@every 1 second', 'ping', queue => 'ops') IS NOT NULL AS scheduled;
+SELECT pg_sleep(1.1);
+SELECT jobs_schedule_tick();
+-- doc: SELECT kind, queue, state, run_at FROM jobs WHERE kind = 'ping';
+SELECT kind, queue, state, run_at = date_trunc('second', run_at) AS on_a_whole_second FROM jobs WHERE kind = 'ping';
+-- doc: SELECT name, next_run_at, last_run_at, last_job_id FROM jobs_schedules WHERE name = 'heartbeat';
+SELECT name, next_run_at = last_run_at + interval '1 second' AS next_is_one_second_later,
+       last_job_id = (SELECT id FROM jobs WHERE kind = 'ping') AS last_job_is_the_ping
+FROM jobs_schedules WHERE name = 'heartbeat';
+
+-- ## jobs_unschedule
+-- ex: unschedule
+SELECT jobs_unschedule('heartbeat');
+SELECT jobs_unschedule('heartbeat');
