@@ -1780,11 +1780,18 @@ CREATE FUNCTION skiplock.jobs_metrics() RETURNS SETOF skiplock.jobs_queue_metric
 #variable_conflict use_column
 DECLARE
     v_reltuples double precision;
+    v_sampled   boolean;
 BEGIN
     SELECT c.reltuples INTO v_reltuples FROM pg_class c WHERE c.oid = 'jobs'::regclass;
     IF v_reltuples < 0 THEN
         v_reltuples := NULL; -- never vacuumed or analyzed
     END IF;
+    -- Whether ANALYZE has sampled jobs.queue: without it, no queue has a share to go by.
+    v_sampled := EXISTS (
+        SELECT FROM pg_stats s
+        WHERE s.schemaname = current_schema()
+          AND s.tablename = 'jobs'
+          AND s.attname = 'queue');
 
     RETURN QUERY
     WITH queued AS (
@@ -1826,9 +1833,12 @@ BEGIN
                coalesce(r.expired, 0) AS expired,
                coalesce(f.dead, 0) AS dead,
                coalesce(f.cancelled, 0) AS cancelled,
-               greatest(round(v_reltuples * coalesce(sa.freq, 0))::bigint
-                        - coalesce(qu.ready, 0) - coalesce(qu.scheduled, 0) - coalesce(r.running, 0)
-                        - coalesce(f.dead, 0) - coalesce(f.cancelled, 0), 0) AS done_estimate,
+               -- NULL, not 0, without statistics (greatest() would turn NULL into 0).
+               CASE WHEN v_reltuples IS NOT NULL AND v_sampled THEN
+                   greatest(round(v_reltuples * coalesce(sa.freq, 0))::bigint
+                            - coalesce(qu.ready, 0) - coalesce(qu.scheduled, 0) - coalesce(r.running, 0)
+                            - coalesce(f.dead, 0) - coalesce(f.cancelled, 0), 0)
+               END AS done_estimate,
                qu.oldest_ready
         FROM (SELECT queued.queue FROM queued
               UNION SELECT running.queue FROM running
@@ -1859,7 +1869,9 @@ BEGIN
            coalesce(sum(p.expired), 0)::bigint,
            coalesce(sum(p.dead), 0)::bigint,
            coalesce(sum(p.cancelled), 0)::bigint,
-           greatest(round(v_reltuples)::bigint - coalesce(sum(p.ready + p.scheduled + p.running + p.dead + p.cancelled), 0)::bigint, 0),
+           CASE WHEN v_reltuples IS NOT NULL THEN
+               greatest(round(v_reltuples)::bigint - coalesce(sum(p.ready + p.scheduled + p.running + p.dead + p.cancelled), 0)::bigint, 0)
+           END,
            extract(epoch FROM now() - min(p.oldest_ready))::double precision,
            coalesce(pg_sequence_last_value(pg_get_serial_sequence('jobs', 'id')::regclass), 0),
            NULL::boolean, NULL::integer, NULL::integer, NULL::integer, NULL::interval
@@ -2095,9 +2107,25 @@ CREATE FUNCTION skiplock.jobs_retry_many(ids bigint[] DEFAULT NULL::bigint[], qu
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_picked bigint[];
-    v_count  integer;
-    v_woken  integer;
+    v_picked       bigint[];
+    v_keyed        bigint[];
+    v_key_queues   text[];
+    v_keys         text[];
+    v_skipped      bigint[] := '{}';
+    v_count        integer;
+    v_queues       text[];
+    v_queue        text;
+    v_chunk        integer;
+    v_from         integer;
+    v_to           integer;
+    v_i            integer;
+    v_id           bigint;
+    v_key_queue    text;
+    v_key          text;
+    v_chunk_count  integer;
+    v_chunk_queues text[];
+    v_failed       boolean;
+    v_lock_timeout text;
 BEGIN
     PERFORM _jobs_check_bulk_args('jobs_retry_many', jobs_retry_many.states, '{dead, cancelled}',
                                   jobs_retry_many.max_jobs);
@@ -2120,27 +2148,136 @@ BEGIN
         LIMIT jobs_retry_many.max_jobs
         FOR NO KEY UPDATE SKIP LOCKED);
 
-    WITH chosen AS (
-        -- One job per (queue, unique_key) among the picked: two live jobs may not share it.
-        SELECT min(j.id) AS id
-        FROM jobs j
-        WHERE j.id = ANY (v_picked)
-        GROUP BY j.queue, j.unique_key, CASE WHEN j.unique_key IS NULL THEN j.id END
-    ), retried AS (
+    -- Jobs without a key: one update (through jobs_pkey).
+    WITH retried AS (
         UPDATE jobs j
         SET state = 'queued',
             run_at = now(),
             max_attempts = greatest(j.max_attempts, j.attempts + 1),
             finished_at = NULL
-        -- Through jobs_pkey; a join with chosen may be planned as a scan of the whole table.
-        WHERE j.id = ANY (ARRAY(SELECT chosen.id FROM chosen))
+        WHERE j.id = ANY (v_picked)
+          AND j.unique_key IS NULL
           AND j.state IN ('dead', 'cancelled')
         RETURNING j.queue
-    ), woken AS (
-        SELECT pg_notify('jobs_ready', q.queue)
-        FROM (SELECT DISTINCT r.queue FROM retried r) AS q
     )
-    SELECT (SELECT count(*) FROM retried), (SELECT count(*) FROM woken) INTO v_count, v_woken;
+    SELECT count(*), coalesce(array_agg(DISTINCT r.queue), '{}') INTO v_count, v_queues
+    FROM retried r;
+
+    -- Jobs with a key: the lowest id of each (queue, unique_key) among the picked. Queued
+    -- again, a job enters jobs_unique_key_idx, which makes the update wait while another
+    -- transaction holds the same key uncommitted (an enqueue, a jobs_retry, another call's
+    -- retry), then fail with 23505 if that one commits. Two updates taking keys in different
+    -- orders can wait for each other: a deadlock.
+    SELECT coalesce(array_agg(k.id ORDER BY k.queue, k.unique_key), '{}'),
+           array_agg(k.queue ORDER BY k.queue, k.unique_key),
+           array_agg(k.unique_key ORDER BY k.queue, k.unique_key)
+    INTO v_keyed, v_key_queues, v_keys
+    FROM (
+        SELECT min(j.id) AS id, j.queue, j.unique_key
+        FROM jobs j
+        WHERE j.id = ANY (v_picked)
+          AND j.unique_key IS NOT NULL
+        GROUP BY j.queue, j.unique_key
+    ) AS k;
+
+    -- First all at once, in a subtransaction that gives up at the first wait (lock_timeout
+    -- 1 ms, far below deadlock_timeout, so it cannot take part in a deadlock) or the first
+    -- 23505: the usual case, where no one else touches these keys right now, costs one
+    -- statement. (The setting goes back with the subtransaction when it fails.)
+    v_failed := false;
+    IF cardinality(v_keyed) > 0 THEN
+        v_lock_timeout := current_setting('lock_timeout');
+        BEGIN
+            PERFORM set_config('lock_timeout', '1ms', true);
+            WITH retried AS (
+                UPDATE jobs j
+                SET state = 'queued',
+                    run_at = now(),
+                    max_attempts = greatest(j.max_attempts, j.attempts + 1),
+                    finished_at = NULL
+                WHERE j.id = ANY (v_keyed)
+                  AND j.state IN ('dead', 'cancelled')
+                RETURNING j.queue
+            )
+            SELECT count(*), coalesce(array_agg(DISTINCT r.queue), '{}') INTO v_chunk_count, v_chunk_queues
+            FROM retried r;
+            PERFORM set_config('lock_timeout', v_lock_timeout, true);
+            v_count := v_count + v_chunk_count;
+            v_queues := v_queues || v_chunk_queues;
+        EXCEPTION WHEN unique_violation OR lock_not_available THEN
+            v_failed := true;
+        END;
+    END IF;
+
+    -- Otherwise one at a time, in (queue, unique_key) order, waiting as long as it takes: two
+    -- calls, or a call and jobs_enqueue_many (which inserts keys in the same order), then
+    -- wait for each other in one direction only and cannot deadlock. A key taken meanwhile
+    -- leaves its job alone: a live job that committed since the pick is seen before the
+    -- update; a 23505 after a wait is caught. That takes subtransactions, one per chunk of
+    -- jobs rather than one per job, as PostgreSQL caches only 64 subtransaction ids per
+    -- transaction (beyond that, every other session's snapshots get slower while this
+    -- transaction runs; a chunk that fails gives its ids back). A 23505 undoes its chunk,
+    -- which is done again without the job whose key was taken.
+    IF v_failed THEN
+        -- Planned once for all jobs (the function is planned per call for the filters).
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+        -- At most about 32 chunks that commit, however large max_jobs.
+        v_chunk := greatest(1000, cardinality(v_keyed) / 32 + 1);
+        v_from := 1;
+        WHILE v_from <= cardinality(v_keyed) LOOP
+            v_to := least(v_from + v_chunk - 1, cardinality(v_keyed));
+            v_chunk_count := 0;
+            v_chunk_queues := '{}';
+            v_failed := false;
+            BEGIN
+                v_i := v_from;
+                WHILE v_i <= v_to LOOP
+                    -- Scalars of their own: a statement given v_keyed[v_i] would get the
+                    -- whole array each time.
+                    v_id := v_keyed[v_i];
+                    v_key_queue := v_key_queues[v_i];
+                    v_key := v_keys[v_i];
+                    IF NOT v_id = ANY (v_skipped) THEN
+                        UPDATE jobs j
+                        SET state = 'queued',
+                            run_at = now(),
+                            max_attempts = greatest(j.max_attempts, j.attempts + 1),
+                            finished_at = NULL
+                        WHERE j.id = v_id
+                          AND j.state IN ('dead', 'cancelled')
+                          -- The key as values, not j's columns: going by statistics older
+                          -- than this call, the planner could otherwise read all of
+                          -- jobs_unique_key_idx for each job, as the index grows.
+                          AND NOT EXISTS (
+                              SELECT FROM jobs l
+                              WHERE l.queue = v_key_queue
+                                AND l.unique_key = v_key
+                                AND l.state IN ('queued', 'running'))
+                        RETURNING j.queue INTO v_queue;
+                        IF FOUND THEN
+                            v_chunk_count := v_chunk_count + 1;
+                            IF NOT v_queue = ANY (v_chunk_queues) THEN
+                                v_chunk_queues := v_chunk_queues || v_queue;
+                            END IF;
+                        END IF;
+                    END IF;
+                    v_i := v_i + 1;
+                END LOOP;
+            EXCEPTION WHEN unique_violation THEN
+                -- Variables keep their values: v_id is the job whose key was taken.
+                v_skipped := v_skipped || v_id;
+                v_failed := true;
+            END;
+            IF NOT v_failed THEN
+                v_count := v_count + v_chunk_count;
+                v_queues := v_queues || v_chunk_queues;
+                v_from := v_to + 1;
+            END IF;
+        END LOOP;
+    END IF;
+
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM (SELECT DISTINCT u.queue FROM unnest(v_queues) AS u(queue)) AS q;
     RETURN v_count;
 END;
 $$;
