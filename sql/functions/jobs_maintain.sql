@@ -217,7 +217,7 @@ BEGIN
 
     IF v_referenced > 0 THEN
         RAISE WARNING 'jobs_maintain: % jobs past their retention were left in place: rows of other tables reference them', v_referenced
-            USING DETAIL = v_message || ' ' || coalesce(v_detail, ''),
+            USING DETAIL = v_message || '. ' || coalesce(v_detail, ''),
                   HINT = 'Declare foreign keys to jobs (id) ON DELETE CASCADE or ON DELETE SET NULL, or set that state''s retention in jobs_settings to NULL.';
     END IF;
 
