@@ -63,6 +63,7 @@ DECLARE
     v_first      integer;
     v_last       integer;
     v_referenced integer := 0;
+    v_reference  text;
     v_message    text;
     v_detail     text;
 BEGIN
@@ -189,6 +190,7 @@ BEGIN
                         IF v_first = v_last THEN
                             v_referenced := v_referenced + 1;
                             GET STACKED DIAGNOSTICS v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL;
+                            v_reference := v_message || '. ' || coalesce(v_detail, '');
                         ELSE
                             v_mid := v_first + (v_last - v_first) / 2;
                             v_firsts := v_firsts || ARRAY[(v_mid + 1)::integer, v_first];
@@ -217,7 +219,7 @@ BEGIN
 
     IF v_referenced > 0 THEN
         RAISE WARNING 'jobs_maintain: % jobs past their retention were left in place: rows of other tables reference them', v_referenced
-            USING DETAIL = v_message || '. ' || coalesce(v_detail, ''),
+            USING DETAIL = v_reference,
                   HINT = 'Declare foreign keys to jobs (id) ON DELETE CASCADE or ON DELETE SET NULL, or set that state''s retention in jobs_settings to NULL.';
     END IF;
 
