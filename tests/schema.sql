@@ -1592,13 +1592,26 @@ CREATE FUNCTION skiplock.jobs_maintain(max_jobs integer DEFAULT 10000) RETURNS s
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_result   jobs_maintenance;
-    v_settings jobs_settings;
-    v_cutoff   timestamptz;
-    v_lo       bigint;
-    v_hi       bigint;
-    v_mid      bigint;
-    v_created  timestamptz;
+    v_result     jobs_maintenance;
+    v_settings   jobs_settings;
+    v_state      jobs_state;
+    v_retention  interval;
+    v_cutoff     timestamptz;
+    v_lo         bigint;
+    v_hi         bigint;
+    v_mid        bigint;
+    v_created    timestamptz;
+    v_doomed     bigint[];
+    v_pruned     integer;
+    v_count      integer;
+    v_firsts     integer[];
+    v_lasts      integer[];
+    v_first      integer;
+    v_last       integer;
+    v_referenced integer := 0;
+    v_reference  text;
+    v_message    text;
+    v_detail     text;
 BEGIN
     IF jobs_maintain.max_jobs IS NULL OR jobs_maintain.max_jobs < 1 THEN
         PERFORM _jobs_invalid('jobs_maintain', 'max_jobs', 'must be at least 1');
@@ -1616,75 +1629,146 @@ BEGIN
 
     SELECT * INTO v_settings FROM jobs_settings;
 
-    IF v_settings.done_retention IS NOT NULL THEN
-        v_cutoff := now() - v_settings.done_retention;
-        -- Binary search over jobs_pkey for the lowest id at or after which jobs were created
-        -- at or after the cutoff: no job from there on can have finished before it (up to
-        -- ids handed out out of created_at order by concurrent transactions; those are
-        -- reached by a later round).
-        SELECT min(j.id), max(j.id) + 1 INTO v_lo, v_hi FROM jobs j;
-        WHILE v_lo < v_hi LOOP
-            v_mid := v_lo + (v_hi - v_lo) / 2;
-            SELECT j.created_at INTO v_created
-            FROM jobs j
-            WHERE j.id >= v_mid
-            ORDER BY j.id
-            LIMIT 1;
-            IF v_created >= v_cutoff THEN
-                v_hi := v_mid;
-            ELSE
-                v_lo := v_mid + 1;
+    FOREACH v_state IN ARRAY ARRAY['done', 'cancelled', 'dead']::jobs_state[] LOOP
+        v_retention := CASE v_state
+                           WHEN 'done' THEN v_settings.done_retention
+                           WHEN 'cancelled' THEN v_settings.cancelled_retention
+                           ELSE v_settings.dead_retention
+                       END;
+        CONTINUE WHEN v_retention IS NULL;
+        v_cutoff := now() - v_retention;
+        v_doomed := '{}';
+        v_pruned := 0;
+
+        -- Each state's prune in a block of its own (a subtransaction): whatever makes it fail
+        -- must not undo the requeue above, the one path that takes back expired leases (the
+        -- driver calls nothing else), nor the other states' prunes.
+        BEGIN
+            IF v_state = 'done' THEN
+                -- Binary search over jobs_pkey for the lowest id at or after which jobs were
+                -- created at or after the cutoff: no job from there on can have finished
+                -- before it (up to ids handed out out of created_at order by concurrent
+                -- transactions; those are reached by a later round).
+                SELECT min(j.id), max(j.id) + 1 INTO v_lo, v_hi FROM jobs j;
+                WHILE v_lo < v_hi LOOP
+                    v_mid := v_lo + (v_hi - v_lo) / 2;
+                    SELECT j.created_at INTO v_created
+                    FROM jobs j
+                    WHERE j.id >= v_mid
+                    ORDER BY j.id
+                    LIMIT 1;
+                    IF v_created >= v_cutoff THEN
+                        v_hi := v_mid;
+                    ELSE
+                        v_lo := v_mid + 1;
+                    END IF;
+                END LOOP;
             END IF;
-        END LOOP;
 
-        IF v_lo IS NOT NULL THEN
-            WITH doomed AS (
-                SELECT j.id
-                FROM jobs j
-                WHERE j.id < v_lo
-                  AND j.state = 'done'
-                  AND j.finished_at < v_cutoff
-                ORDER BY j.id
-                LIMIT jobs_maintain.max_jobs
-                FOR UPDATE SKIP LOCKED
-            )
-            DELETE FROM jobs j
-            WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
-            GET DIAGNOSTICS v_result.pruned_done = ROW_COUNT;
-        END IF;
+            BEGIN
+                IF v_state = 'done' THEN
+                    v_doomed := ARRAY(
+                        SELECT j.id
+                        FROM jobs j
+                        WHERE j.id < v_lo
+                          AND j.state = 'done'
+                          AND j.finished_at < v_cutoff
+                        ORDER BY j.id
+                        LIMIT jobs_maintain.max_jobs
+                        FOR UPDATE SKIP LOCKED);
+                ELSIF v_state = 'cancelled' THEN
+                    v_doomed := ARRAY(
+                        SELECT j.id
+                        FROM jobs j
+                        WHERE j.state = 'cancelled'
+                          AND j.finished_at < v_cutoff
+                        ORDER BY j.finished_at
+                        LIMIT jobs_maintain.max_jobs
+                        FOR UPDATE SKIP LOCKED);
+                ELSE
+                    v_doomed := ARRAY(
+                        SELECT j.id
+                        FROM jobs j
+                        WHERE j.state = 'dead'
+                          AND j.finished_at < v_cutoff
+                        ORDER BY j.finished_at
+                        LIMIT jobs_maintain.max_jobs
+                        FOR UPDATE SKIP LOCKED);
+                END IF;
+                DELETE FROM jobs j
+                WHERE j.id = ANY (v_doomed);
+                GET DIAGNOSTICS v_pruned = ROW_COUNT;
+            EXCEPTION WHEN foreign_key_violation THEN
+                -- Rows of another table reference some of the batch through a foreign key
+                -- without ON DELETE. The batch's row locks went with the subtransaction;
+                -- v_doomed, a variable, stays. Bisect it: a half that deletes cleanly stays
+                -- deleted, a half that fails is split again, and a single referenced job is
+                -- left in place. For k referenced jobs in a batch of n that is about
+                -- 2k log2(n/k) tries, each a subtransaction that locks and deletes its rows
+                -- itself (a lock taken in another subtransaction would make every delete
+                -- create a MultiXact); the failed ones give back their subtransaction ids,
+                -- so the kept ones stay few (PostgreSQL caches 64 per transaction before
+                -- other sessions' snapshots get slower). The referenced jobs come first again
+                -- in the next round's batch, so pruning goes on past them as long as fewer
+                -- than max_jobs of them are due.
+                v_firsts := ARRAY[1];
+                v_lasts := ARRAY[cardinality(v_doomed)];
+                WHILE cardinality(v_firsts) > 0 LOOP
+                    v_first := v_firsts[cardinality(v_firsts)];
+                    v_last := v_lasts[cardinality(v_lasts)];
+                    v_firsts := v_firsts[1:cardinality(v_firsts) - 1];
+                    v_lasts := v_lasts[1:cardinality(v_lasts) - 1];
+                    BEGIN
+                        WITH doomed AS (
+                            -- Taken again: the job may have changed since (jobs_retry_many).
+                            SELECT j.id
+                            FROM jobs j
+                            WHERE j.id = ANY (v_doomed[v_first:v_last])
+                              AND j.state = v_state
+                              AND j.finished_at < v_cutoff
+                            FOR UPDATE SKIP LOCKED
+                        )
+                        DELETE FROM jobs j
+                        WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
+                        GET DIAGNOSTICS v_count = ROW_COUNT;
+                        v_pruned := v_pruned + v_count;
+                    EXCEPTION WHEN foreign_key_violation THEN
+                        IF v_first = v_last THEN
+                            v_referenced := v_referenced + 1;
+                            GET STACKED DIAGNOSTICS v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL;
+                            v_reference := v_message || '. ' || coalesce(v_detail, '');
+                        ELSE
+                            v_mid := v_first + (v_last - v_first) / 2;
+                            v_firsts := v_firsts || ARRAY[(v_mid + 1)::integer, v_first];
+                            v_lasts := v_lasts || ARRAY[v_last, v_mid::integer];
+                        END IF;
+                    END;
+                END LOOP;
+            END;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL;
+            RAISE WARNING 'jobs_maintain: pruning % jobs failed (SQLSTATE %): %', v_state, SQLSTATE, v_message
+                USING DETAIL = coalesce(v_detail, ''),
+                      HINT = 'The round went on: expired leases were requeued and the other states pruned.';
+            v_pruned := 0;
+        END;
+
+        CASE v_state
+            WHEN 'done' THEN v_result.pruned_done := v_pruned;
+            WHEN 'cancelled' THEN v_result.pruned_cancelled := v_pruned;
+            ELSE v_result.pruned_dead := v_pruned;
+        END CASE;
+        -- A full batch that deleted something: more may be due. A full batch of referenced
+        -- jobs only would come back the same at once, so it does not ask for another round.
+        v_result.more := v_result.more OR (cardinality(v_doomed) = jobs_maintain.max_jobs AND v_pruned > 0);
+    END LOOP;
+
+    IF v_referenced > 0 THEN
+        RAISE WARNING 'jobs_maintain: % jobs past their retention were left in place: rows of other tables reference them', v_referenced
+            USING DETAIL = v_reference,
+                  HINT = 'Declare foreign keys to jobs (id) ON DELETE CASCADE or ON DELETE SET NULL, or set that state''s retention in jobs_settings to NULL.';
     END IF;
 
-    IF v_settings.cancelled_retention IS NOT NULL THEN
-        WITH doomed AS (
-            SELECT j.id
-            FROM jobs j
-            WHERE j.state = 'cancelled'
-              AND j.finished_at < now() - v_settings.cancelled_retention
-            ORDER BY j.finished_at
-            LIMIT jobs_maintain.max_jobs
-            FOR UPDATE SKIP LOCKED
-        )
-        DELETE FROM jobs j
-        WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
-        GET DIAGNOSTICS v_result.pruned_cancelled = ROW_COUNT;
-    END IF;
-
-    IF v_settings.dead_retention IS NOT NULL THEN
-        WITH doomed AS (
-            SELECT j.id
-            FROM jobs j
-            WHERE j.state = 'dead'
-              AND j.finished_at < now() - v_settings.dead_retention
-            ORDER BY j.finished_at
-            LIMIT jobs_maintain.max_jobs
-            FOR UPDATE SKIP LOCKED
-        )
-        DELETE FROM jobs j
-        WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
-        GET DIAGNOSTICS v_result.pruned_dead = ROW_COUNT;
-    END IF;
-
-    v_result.more := jobs_maintain.max_jobs IN (v_result.pruned_done, v_result.pruned_cancelled, v_result.pruned_dead);
     RETURN v_result;
 END;
 $$;
@@ -1698,11 +1782,18 @@ CREATE FUNCTION skiplock.jobs_metrics() RETURNS SETOF skiplock.jobs_queue_metric
 #variable_conflict use_column
 DECLARE
     v_reltuples double precision;
+    v_sampled   boolean;
 BEGIN
     SELECT c.reltuples INTO v_reltuples FROM pg_class c WHERE c.oid = 'jobs'::regclass;
     IF v_reltuples < 0 THEN
         v_reltuples := NULL; -- never vacuumed or analyzed
     END IF;
+    -- Whether ANALYZE has sampled jobs.queue: without it, no queue has a share to go by.
+    v_sampled := EXISTS (
+        SELECT FROM pg_stats s
+        WHERE s.schemaname = current_schema()
+          AND s.tablename = 'jobs'
+          AND s.attname = 'queue');
 
     RETURN QUERY
     WITH queued AS (
@@ -1744,9 +1835,12 @@ BEGIN
                coalesce(r.expired, 0) AS expired,
                coalesce(f.dead, 0) AS dead,
                coalesce(f.cancelled, 0) AS cancelled,
-               greatest(round(v_reltuples * coalesce(sa.freq, 0))::bigint
-                        - coalesce(qu.ready, 0) - coalesce(qu.scheduled, 0) - coalesce(r.running, 0)
-                        - coalesce(f.dead, 0) - coalesce(f.cancelled, 0), 0) AS done_estimate,
+               -- NULL, not 0, without statistics (greatest() would turn NULL into 0).
+               CASE WHEN v_reltuples IS NOT NULL AND v_sampled THEN
+                   greatest(round(v_reltuples * coalesce(sa.freq, 0))::bigint
+                            - coalesce(qu.ready, 0) - coalesce(qu.scheduled, 0) - coalesce(r.running, 0)
+                            - coalesce(f.dead, 0) - coalesce(f.cancelled, 0), 0)
+               END AS done_estimate,
                qu.oldest_ready
         FROM (SELECT queued.queue FROM queued
               UNION SELECT running.queue FROM running
@@ -1777,7 +1871,9 @@ BEGIN
            coalesce(sum(p.expired), 0)::bigint,
            coalesce(sum(p.dead), 0)::bigint,
            coalesce(sum(p.cancelled), 0)::bigint,
-           greatest(round(v_reltuples)::bigint - coalesce(sum(p.ready + p.scheduled + p.running + p.dead + p.cancelled), 0)::bigint, 0),
+           CASE WHEN v_reltuples IS NOT NULL THEN
+               greatest(round(v_reltuples)::bigint - coalesce(sum(p.ready + p.scheduled + p.running + p.dead + p.cancelled), 0)::bigint, 0)
+           END,
            extract(epoch FROM now() - min(p.oldest_ready))::double precision,
            coalesce(pg_sequence_last_value(pg_get_serial_sequence('jobs', 'id')::regclass), 0),
            NULL::boolean, NULL::integer, NULL::integer, NULL::integer, NULL::interval
@@ -2013,9 +2109,25 @@ CREATE FUNCTION skiplock.jobs_retry_many(ids bigint[] DEFAULT NULL::bigint[], qu
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_picked bigint[];
-    v_count  integer;
-    v_woken  integer;
+    v_picked       bigint[];
+    v_keyed        bigint[];
+    v_key_queues   text[];
+    v_keys         text[];
+    v_skipped      bigint[] := '{}';
+    v_count        integer;
+    v_queues       text[];
+    v_queue        text;
+    v_chunk        integer;
+    v_from         integer;
+    v_to           integer;
+    v_i            integer;
+    v_id           bigint;
+    v_key_queue    text;
+    v_key          text;
+    v_chunk_count  integer;
+    v_chunk_queues text[];
+    v_failed       boolean;
+    v_lock_timeout text;
 BEGIN
     PERFORM _jobs_check_bulk_args('jobs_retry_many', jobs_retry_many.states, '{dead, cancelled}',
                                   jobs_retry_many.max_jobs);
@@ -2038,27 +2150,136 @@ BEGIN
         LIMIT jobs_retry_many.max_jobs
         FOR NO KEY UPDATE SKIP LOCKED);
 
-    WITH chosen AS (
-        -- One job per (queue, unique_key) among the picked: two live jobs may not share it.
-        SELECT min(j.id) AS id
-        FROM jobs j
-        WHERE j.id = ANY (v_picked)
-        GROUP BY j.queue, j.unique_key, CASE WHEN j.unique_key IS NULL THEN j.id END
-    ), retried AS (
+    -- Jobs without a key: one update (through jobs_pkey).
+    WITH retried AS (
         UPDATE jobs j
         SET state = 'queued',
             run_at = now(),
             max_attempts = greatest(j.max_attempts, j.attempts + 1),
             finished_at = NULL
-        -- Through jobs_pkey; a join with chosen may be planned as a scan of the whole table.
-        WHERE j.id = ANY (ARRAY(SELECT chosen.id FROM chosen))
+        WHERE j.id = ANY (v_picked)
+          AND j.unique_key IS NULL
           AND j.state IN ('dead', 'cancelled')
         RETURNING j.queue
-    ), woken AS (
-        SELECT pg_notify('jobs_ready', q.queue)
-        FROM (SELECT DISTINCT r.queue FROM retried r) AS q
     )
-    SELECT (SELECT count(*) FROM retried), (SELECT count(*) FROM woken) INTO v_count, v_woken;
+    SELECT count(*), coalesce(array_agg(DISTINCT r.queue), '{}') INTO v_count, v_queues
+    FROM retried r;
+
+    -- Jobs with a key: the lowest id of each (queue, unique_key) among the picked. Queued
+    -- again, a job enters jobs_unique_key_idx, which makes the update wait while another
+    -- transaction holds the same key uncommitted (an enqueue, a jobs_retry, another call's
+    -- retry), then fail with 23505 if that one commits. Two updates taking keys in different
+    -- orders can wait for each other: a deadlock.
+    SELECT coalesce(array_agg(k.id ORDER BY k.queue, k.unique_key), '{}'),
+           array_agg(k.queue ORDER BY k.queue, k.unique_key),
+           array_agg(k.unique_key ORDER BY k.queue, k.unique_key)
+    INTO v_keyed, v_key_queues, v_keys
+    FROM (
+        SELECT min(j.id) AS id, j.queue, j.unique_key
+        FROM jobs j
+        WHERE j.id = ANY (v_picked)
+          AND j.unique_key IS NOT NULL
+        GROUP BY j.queue, j.unique_key
+    ) AS k;
+
+    -- First all at once, in a subtransaction that gives up at the first wait (lock_timeout
+    -- 1 ms, far below deadlock_timeout, so it cannot take part in a deadlock) or the first
+    -- 23505: the usual case, where no one else touches these keys right now, costs one
+    -- statement. (The setting goes back with the subtransaction when it fails.)
+    v_failed := false;
+    IF cardinality(v_keyed) > 0 THEN
+        v_lock_timeout := current_setting('lock_timeout');
+        BEGIN
+            PERFORM set_config('lock_timeout', '1ms', true);
+            WITH retried AS (
+                UPDATE jobs j
+                SET state = 'queued',
+                    run_at = now(),
+                    max_attempts = greatest(j.max_attempts, j.attempts + 1),
+                    finished_at = NULL
+                WHERE j.id = ANY (v_keyed)
+                  AND j.state IN ('dead', 'cancelled')
+                RETURNING j.queue
+            )
+            SELECT count(*), coalesce(array_agg(DISTINCT r.queue), '{}') INTO v_chunk_count, v_chunk_queues
+            FROM retried r;
+            PERFORM set_config('lock_timeout', v_lock_timeout, true);
+            v_count := v_count + v_chunk_count;
+            v_queues := v_queues || v_chunk_queues;
+        EXCEPTION WHEN unique_violation OR lock_not_available THEN
+            v_failed := true;
+        END;
+    END IF;
+
+    -- Otherwise one at a time, in (queue, unique_key) order, waiting as long as it takes: two
+    -- calls, or a call and jobs_enqueue_many (which inserts keys in the same order), then
+    -- wait for each other in one direction only and cannot deadlock. A key taken meanwhile
+    -- leaves its job alone: a live job that committed since the pick is seen before the
+    -- update; a 23505 after a wait is caught. That takes subtransactions, one per chunk of
+    -- jobs rather than one per job, as PostgreSQL caches only 64 subtransaction ids per
+    -- transaction (beyond that, every other session's snapshots get slower while this
+    -- transaction runs; a chunk that fails gives its ids back). A 23505 undoes its chunk,
+    -- which is done again without the job whose key was taken.
+    IF v_failed THEN
+        -- Planned once for all jobs (the function is planned per call for the filters).
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+        -- At most about 32 chunks that commit, however large max_jobs.
+        v_chunk := greatest(1000, cardinality(v_keyed) / 32 + 1);
+        v_from := 1;
+        WHILE v_from <= cardinality(v_keyed) LOOP
+            v_to := least(v_from + v_chunk - 1, cardinality(v_keyed));
+            v_chunk_count := 0;
+            v_chunk_queues := '{}';
+            v_failed := false;
+            BEGIN
+                v_i := v_from;
+                WHILE v_i <= v_to LOOP
+                    -- Scalars of their own: a statement given v_keyed[v_i] would get the
+                    -- whole array each time.
+                    v_id := v_keyed[v_i];
+                    v_key_queue := v_key_queues[v_i];
+                    v_key := v_keys[v_i];
+                    IF NOT v_id = ANY (v_skipped) THEN
+                        UPDATE jobs j
+                        SET state = 'queued',
+                            run_at = now(),
+                            max_attempts = greatest(j.max_attempts, j.attempts + 1),
+                            finished_at = NULL
+                        WHERE j.id = v_id
+                          AND j.state IN ('dead', 'cancelled')
+                          -- The key as values, not j's columns: going by statistics older
+                          -- than this call, the planner could otherwise read all of
+                          -- jobs_unique_key_idx for each job, as the index grows.
+                          AND NOT EXISTS (
+                              SELECT FROM jobs l
+                              WHERE l.queue = v_key_queue
+                                AND l.unique_key = v_key
+                                AND l.state IN ('queued', 'running'))
+                        RETURNING j.queue INTO v_queue;
+                        IF FOUND THEN
+                            v_chunk_count := v_chunk_count + 1;
+                            IF NOT v_queue = ANY (v_chunk_queues) THEN
+                                v_chunk_queues := v_chunk_queues || v_queue;
+                            END IF;
+                        END IF;
+                    END IF;
+                    v_i := v_i + 1;
+                END LOOP;
+            EXCEPTION WHEN unique_violation THEN
+                -- Variables keep their values: v_id is the job whose key was taken.
+                v_skipped := v_skipped || v_id;
+                v_failed := true;
+            END;
+            IF NOT v_failed THEN
+                v_count := v_count + v_chunk_count;
+                v_queues := v_queues || v_chunk_queues;
+                v_from := v_to + 1;
+            END IF;
+        END LOOP;
+    END IF;
+
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM (SELECT DISTINCT u.queue FROM unnest(v_queues) AS u(queue)) AS q;
     RETURN v_count;
 END;
 $$;

@@ -1,10 +1,12 @@
 package sqltest
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // maintenance is the row jobs_maintain returns.
@@ -31,6 +33,37 @@ func insertFinished(t *testing.T, q querier, n int, state, queue, age string) {
 	mustExec(t, q, `INSERT INTO jobs (kind, queue, state, attempts, lease_holder, created_at, finished_at)
 		SELECT 'old', $3, $2::jobs_state, 1, 'w', now() - $4::interval, now() - $4::interval
 		FROM generate_series(1, $1)`, n, state, queue, age)
+}
+
+// connectWithWarnings opens another session on the test's database that collects the
+// messages of the WARNINGs the server sends it.
+func connectWithWarnings(t *testing.T, b *testBundle) (*pgx.Conn, func() []string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		warnings []string
+	)
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Severity == "WARNING" {
+			mu.Lock()
+			defer mu.Unlock()
+			warnings = append(warnings, n.Message)
+		}
+	}
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(t.Context()) })
+	return conn, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), warnings...)
+	}
 }
 
 func TestMaintain(t *testing.T) {
@@ -136,6 +169,95 @@ func TestMaintain(t *testing.T) {
 		}
 		if getJob(t, b.Conn, id).State != "queued" {
 			t.Fatal("the expired job was not requeued")
+		}
+	})
+
+	// An application row referencing a finished job through a foreign key without ON DELETE
+	// (the outbox pattern) makes deleting that job fail with 23503. Before, that rolled back
+	// the whole round, the requeue included, and as the same job came first in every batch,
+	// expired leases were never taken back again. Now the referenced jobs stay, with a
+	// WARNING, and every round still requeues and prunes the jobs around them.
+	t.Run("ReferencedJobsNeitherStopTheRequeueNorThePruning", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mustExec(t, b.Conn, "CREATE TABLE orders (id bigserial PRIMARY KEY, job_id bigint NOT NULL REFERENCES jobs (id))")
+		insertFinished(t, b.Conn, 25, "done", "q", "2 days")
+		insertFinished(t, b.Conn, 3, "dead", "q", "31 days")
+		done := queryList[int64](t, b.Conn, "SELECT id FROM jobs WHERE state = 'done' ORDER BY id")
+		dead := queryList[int64](t, b.Conn, "SELECT id FROM jobs WHERE state = 'dead' ORDER BY id")
+		// The first job of the first two batches of 10, and one dead job.
+		referenced := []int64{done[0], done[12], dead[1]}
+		for _, id := range referenced {
+			mustExec(t, b.Conn, "INSERT INTO orders (job_id) VALUES ($1)", id)
+		}
+		conn, warnings := connectWithWarnings(t, b)
+
+		var got []maintenance
+		for round := range 5 {
+			expiring := enqueue(t, b.Conn, "")
+			claimOne(t, b.Conn, "w", "", "1 millisecond")
+			waitLeasesExpired(t, b.Conn)
+			m := maintain(t, conn, 10)
+			got = append(got, m)
+			if m.Requeued != 1 || getJob(t, b.Conn, expiring).State != "queued" {
+				t.Fatalf("round %d: %+v, want the expired lease of job %d taken back", round, m, expiring)
+			}
+			mustExec(t, b.Conn, "SELECT jobs_cancel($1)", expiring) // out of the next rounds' claims
+			mustExec(t, b.Conn, "UPDATE jobs SET finished_at = now() - interval '1 hour' WHERE id = $1", expiring)
+			if !m.More {
+				break
+			}
+		}
+		want := []maintenance{
+			{Ran: true, Requeued: 1, PrunedDone: 9, PrunedDead: 2, More: true}, // batch ids 1-10
+			{Ran: true, Requeued: 1, PrunedDone: 8, More: true},                // 1, 11-19
+			{Ran: true, Requeued: 1, PrunedDone: 6},                            // 1, 13, 20-25
+		}
+		if len(got) != len(want) {
+			t.Fatalf("rounds: %+v, want %+v", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("round %d: %+v, want %+v", i, got[i], want[i])
+			}
+		}
+		left := queryList[int64](t, b.Conn, "SELECT id FROM jobs WHERE state IN ('done', 'dead') ORDER BY id")
+		if len(left) != 3 || left[0] != referenced[0] || left[1] != referenced[1] || left[2] != referenced[2] {
+			t.Errorf("done and dead jobs left: %v, want only the referenced %v", left, referenced)
+		}
+		w := warnings()
+		if len(w) != 3 || !strings.Contains(w[0], "2 jobs past their retention were left in place") {
+			t.Errorf("warnings %q, want one per round, the first saying 2 jobs were left in place", w)
+		}
+	})
+
+	// Whatever else makes a prune fail (here a trigger) does not undo the requeue nor the
+	// other states' prunes either; it becomes a WARNING.
+	t.Run("FailingPruneDoesNotStopTheRequeue", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		insertFinished(t, b.Conn, 2, "done", "q", "2 days")
+		insertFinished(t, b.Conn, 3, "cancelled", "q", "8 days")
+		mustExec(t, b.Conn, `CREATE FUNCTION refuse_done_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				IF OLD.state = 'done' THEN
+					RAISE EXCEPTION 'done jobs are kept' USING ERRCODE = 'P0001';
+				END IF;
+				RETURN OLD;
+			END $$`)
+		mustExec(t, b.Conn, "CREATE TRIGGER refuse_done_delete BEFORE DELETE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_done_delete()")
+		id := enqueue(t, b.Conn, "")
+		claimOne(t, b.Conn, "w", "", "1 millisecond")
+		waitLeasesExpired(t, b.Conn)
+		conn, warnings := connectWithWarnings(t, b)
+		if m := maintain(t, conn, 10000); m != (maintenance{Ran: true, Requeued: 1, PrunedCancelled: 3}) {
+			t.Fatalf("jobs_maintain() = %+v, want the lease taken back and the cancelled jobs pruned", m)
+		}
+		if getJob(t, b.Conn, id).State != "queued" {
+			t.Fatal("the expired job was not requeued")
+		}
+		if w := warnings(); len(w) != 1 || !strings.Contains(w[0], "pruning done jobs failed (SQLSTATE P0001): done jobs are kept") {
+			t.Errorf("warnings %q, want one about the done prune", w)
 		}
 	})
 

@@ -170,6 +170,65 @@ func TestMetrics(t *testing.T) {
 		}
 	})
 
+	// Before the first ANALYZE there is nothing to estimate from: done_estimate is NULL on
+	// the queue's row and on the totals row, not 0 (greatest() had turned NULL into 0).
+	t.Run("DoneEstimateIsNullBeforeTheFirstAnalyze", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		if n := queryOne[float64](t, b.Conn, "SELECT reltuples::float8 FROM pg_class WHERE oid = 'jobs'::regclass"); n >= 0 {
+			t.Skipf("the jobs table of a new database has statistics already (reltuples %v)", n)
+		}
+		enqueue(t, b.Conn, "queue => 'a'")
+		j := claimOne(t, b.Conn, "w", "a", "1 hour")
+		mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", j.ID, j.Attempt)
+		enqueue(t, b.Conn, "queue => 'a'")
+		got := metrics(t, b.Conn)
+		if len(got) != 2 {
+			t.Fatalf("jobs_metrics = %+v, want queue a and the totals", got)
+		}
+		for i, m := range got {
+			if m.DoneEstimate != nil {
+				t.Errorf("row %d: done_estimate = %d before any ANALYZE, want NULL", i, *m.DoneEstimate)
+			}
+		}
+		mustExec(t, b.Conn, "ANALYZE jobs")
+		for i, m := range metrics(t, b.Conn) {
+			if m.DoneEstimate == nil || *m.DoneEstimate != 1 {
+				t.Errorf("row %d after ANALYZE: done_estimate = %v, want 1", i, m.DoneEstimate)
+			}
+		}
+	})
+
+	// jobs_created_total is the number of ids handed out: an enqueue deduplicated by its
+	// unique_key and one rolled back create no job but count.
+	t.Run("JobsCreatedTotalCountsIdsHandedOut", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := enqueue(t, b.Conn, "unique_key => 'u'")
+		for range 3 {
+			if id := enqueue(t, b.Conn, "unique_key => 'u'"); id != first {
+				t.Fatalf("deduplicated enqueue returned %d, want %d", id, first)
+			}
+		}
+		mustExec(t, b.Conn, "SELECT jobs_enqueue_many(ARRAY['k', 'k'], unique_keys => ARRAY['u', 'v'])")
+		tx, err := b.Conn.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueue(t, tx, "")
+		if err := tx.Rollback(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs"); n != 2 {
+			t.Fatalf("%d jobs, want 2 (keys u and v)", n)
+		}
+		got := metrics(t, b.Conn)
+		// 1 + 3 deduplicated + 2 drawn by the batch + 1 rolled back.
+		if total := got[len(got)-1].JobsCreatedTotal; total == nil || *total != 7 {
+			t.Errorf("jobs_created_total = %v, want 7 ids handed out for 2 jobs", total)
+		}
+	})
+
 	t.Run("DoneIsEstimatedFromStatistics", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

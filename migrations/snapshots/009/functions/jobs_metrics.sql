@@ -11,13 +11,21 @@
 --             done_estimate       an ESTIMATE of the done jobs, from the planner's statistics
 --                                 (pg_class.reltuples and the most common values of
 --                                 jobs.queue, as of the last ANALYZE): rows of the table times
---                                 the queue's share, minus its other jobs; NULL before the
---                                 table was first analyzed
+--                                 the queue's share, minus its other jobs. NULL, not 0, while
+--                                 there are no statistics to go by: on every row before the
+--                                 table was first vacuumed or analyzed (reltuples -1), and on
+--                                 the queues' rows before the first ANALYZE
 --             oldest_ready_age_s  seconds since the run_at of the oldest ready job (NULL
 --                                 when none is ready)
---             jobs_created_total  NULL per queue; on the NULL-queue row, the number of jobs
---                                 ever created (the last value of jobs.id's identity
---                                 sequence: a rolled-back enqueue counts too)
+--             jobs_created_total  NULL per queue; on the NULL-queue row, the number of job
+--                                 ids handed out so far: the last value of jobs.id's identity
+--                                 sequence, 0 before the first. Every created job took one,
+--                                 and so did every insert that created none: an enqueue that
+--                                 rolled back, and an enqueue deduplicated by its unique_key
+--                                 (jobs_enqueue, jobs_enqueue_many and jobs_schedule_tick
+--                                 return the live job's id but drew one). A crash or a
+--                                 failover may skip up to 32. So an upper bound on the jobs
+--                                 ever created, that never decreases (a counter: rate() works)
 --             paused, max_running, per_key, max_starts, per
 --                                 the queue's flow-control settings from jobs_queues (false
 --                                 and NULLs without a row); a paused or limited queue is
@@ -39,11 +47,18 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_reltuples double precision;
+    v_sampled   boolean;
 BEGIN
     SELECT c.reltuples INTO v_reltuples FROM pg_class c WHERE c.oid = 'jobs'::regclass;
     IF v_reltuples < 0 THEN
         v_reltuples := NULL; -- never vacuumed or analyzed
     END IF;
+    -- Whether ANALYZE has sampled jobs.queue: without it, no queue has a share to go by.
+    v_sampled := EXISTS (
+        SELECT FROM pg_stats s
+        WHERE s.schemaname = current_schema()
+          AND s.tablename = 'jobs'
+          AND s.attname = 'queue');
 
     RETURN QUERY
     WITH queued AS (
@@ -85,9 +100,12 @@ BEGIN
                coalesce(r.expired, 0) AS expired,
                coalesce(f.dead, 0) AS dead,
                coalesce(f.cancelled, 0) AS cancelled,
-               greatest(round(v_reltuples * coalesce(sa.freq, 0))::bigint
-                        - coalesce(qu.ready, 0) - coalesce(qu.scheduled, 0) - coalesce(r.running, 0)
-                        - coalesce(f.dead, 0) - coalesce(f.cancelled, 0), 0) AS done_estimate,
+               -- NULL, not 0, without statistics (greatest() would turn NULL into 0).
+               CASE WHEN v_reltuples IS NOT NULL AND v_sampled THEN
+                   greatest(round(v_reltuples * coalesce(sa.freq, 0))::bigint
+                            - coalesce(qu.ready, 0) - coalesce(qu.scheduled, 0) - coalesce(r.running, 0)
+                            - coalesce(f.dead, 0) - coalesce(f.cancelled, 0), 0)
+               END AS done_estimate,
                qu.oldest_ready
         FROM (SELECT queued.queue FROM queued
               UNION SELECT running.queue FROM running
@@ -118,7 +136,9 @@ BEGIN
            coalesce(sum(p.expired), 0)::bigint,
            coalesce(sum(p.dead), 0)::bigint,
            coalesce(sum(p.cancelled), 0)::bigint,
-           greatest(round(v_reltuples)::bigint - coalesce(sum(p.ready + p.scheduled + p.running + p.dead + p.cancelled), 0)::bigint, 0),
+           CASE WHEN v_reltuples IS NOT NULL THEN
+               greatest(round(v_reltuples)::bigint - coalesce(sum(p.ready + p.scheduled + p.running + p.dead + p.cancelled), 0)::bigint, 0)
+           END,
            extract(epoch FROM now() - min(p.oldest_ready))::double precision,
            coalesce(pg_sequence_last_value(pg_get_serial_sequence('jobs', 'id')::regclass), 0),
            NULL::boolean, NULL::integer, NULL::integer, NULL::integer, NULL::interval
