@@ -74,7 +74,8 @@ func TestCronNextAgainstRobfig(t *testing.T) {
 			t.Fatalf("robfig cannot parse generated %q: %v", c.cron, err)
 		}
 		spec := sched.(*cron.SpecSchedule)
-		ref := reference{spec: spec, domRestricted: restricted(c.cron, 2), dowRestricted: restricted(c.cron, 4)}
+		ref := reference{spec: spec, domRestricted: restricted(c.cron, 2), dowRestricted: restricted(c.cron, 4),
+			timeWildcard: timeWildcard(c.cron)}
 		want := ref.next(c.after, loc)
 		oracle := spec.Next(c.after.In(loc))
 
@@ -157,6 +158,17 @@ func restricted(expr string, i int) bool {
 		return false
 	}
 	return !strings.HasPrefix(fields[i], "*")
+}
+
+// timeWildcard reports whether the minute or hour field of an expression starts with '*'
+// (Vixie cron's MIN_STAR and HR_STAR), which makes it run in both occurrences of a local
+// time repeated at fall-back. Of the macros only @hourly ('0 * * * *') is such.
+func timeWildcard(expr string) bool {
+	if strings.HasPrefix(expr, "@") {
+		return expr == "@hourly"
+	}
+	fields := strings.Fields(expr)
+	return strings.HasPrefix(fields[0], "*") || strings.HasPrefix(fields[1], "*")
 }
 
 // dayRuleDiffers reports whether robfig joins the day fields differently from crontab(5),
