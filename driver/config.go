@@ -157,7 +157,9 @@ type Config struct {
 	// Schedules are durable cron schedules this client declares (creates or updates, with
 	// jobs_schedule) when it starts; see [Schedule]. Declaring the same schedules at every
 	// start neither re-fires nor skips a run. Schedules missing here are not removed
-	// (jobs_unschedule does that). Declaring needs the jobs_admin role. Defaults to none.
+	// (jobs_unschedule does that). Declaring needs the jobs_admin role. A declaration the
+	// database refuses (bad cron or time zone, missing role) is logged once at error level
+	// and not retried; the client ticks all the same. Defaults to none.
 	Schedules []Schedule
 
 	// ScheduleTickInterval is how often this client calls jobs_schedule_tick, which enqueues
