@@ -222,7 +222,8 @@ func randomField(rng *rand.Rand, lo, hi int, names []string, star int) string {
 		case 1:
 			return fmt.Sprintf("%s-%s", value(a), value(b))
 		case 2:
-			return fmt.Sprintf("%s-%s/%d", value(a), value(b), 1+rng.IntN(max(1, b-a+1)))
+			// jobs_cron_field takes steps up to hi-lo (robfig any): 0-23/24 is not generated.
+			return fmt.Sprintf("%s-%s/%d", value(a), value(b), 1+rng.IntN(max(1, min(b-a+1, hi-lo))))
 		case 3:
 			return fmt.Sprintf("%d/%d", a, 1+rng.IntN(max(1, (hi-lo)/2)))
 		default:
