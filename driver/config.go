@@ -157,13 +157,16 @@ type Config struct {
 	// Schedules are durable cron schedules this client declares (creates or updates, with
 	// jobs_schedule) when it starts; see [Schedule]. Declaring the same schedules at every
 	// start neither re-fires nor skips a run. Schedules missing here are not removed
-	// (jobs_unschedule does that). Declaring needs the jobs_admin role. Defaults to none.
+	// (jobs_unschedule does that). Declaring needs the jobs_admin role. A declaration the
+	// database refuses (bad cron or time zone, missing role) is logged once at error level
+	// and not retried; the client ticks all the same. Defaults to none.
 	Schedules []Schedule
 
 	// ScheduleTickInterval is how often this client calls jobs_schedule_tick, which enqueues
 	// the jobs of the schedules that are due (whoever declared them). Jittered by up to
 	// 10%; every client does it, and the call is one index probe when nothing is due. At
-	// least 10ms; -1 disables it. Defaults to PollInterval.
+	// least 10ms; -1 disables it. Defaults to PollInterval, or 10ms when PollInterval is
+	// shorter.
 	ScheduleTickInterval time.Duration
 }
 
@@ -257,7 +260,7 @@ func (c *Config) validate() (*Config, error) {
 	if err := durationField(&cfg.RequeueInterval, RequeueIntervalDefault, true, 10*time.Millisecond); err != nil {
 		return nil, invalid("RequeueInterval", "%s", err)
 	}
-	if err := durationField(&cfg.ScheduleTickInterval, cfg.PollInterval, true, 10*time.Millisecond); err != nil {
+	if err := durationField(&cfg.ScheduleTickInterval, max(cfg.PollInterval, 10*time.Millisecond), true, 10*time.Millisecond); err != nil {
 		return nil, invalid("ScheduleTickInterval", "%s", err)
 	}
 	if _, err := validateSchedules(cfg.Schedules); err != nil {

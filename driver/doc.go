@@ -139,7 +139,8 @@
 // Every client, with or without schedules of its own, calls jobs_schedule_tick every
 // [Config.ScheduleTickInterval] (the poll interval by default), which enqueues one job per
 // due schedule with run_at set to the scheduled instant. However many clients tick, each
-// instant is enqueued once; after downtime only the latest missed instant is. See
+// instant is enqueued once; after downtime only the latest missed instant is. A client
+// ticks even when its own schedules cannot be declared (a refused one is logged once). See
 // docs/operations.md for ticking from psql with pg_cron or system cron.
 //
 // # Shutdown

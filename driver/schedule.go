@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Schedule declares a durable cron schedule, upserted with jobs_schedule when the client
@@ -107,36 +110,58 @@ func validateSchedules(schedules []Schedule) ([]scheduleArgs, error) {
 	return out, nil
 }
 
-// scheduleLoop declares Config.Schedules, retrying with backoff (up to a minute) until the
-// database takes them, then calls jobs_schedule_tick every ScheduleTickInterval (jittered)
-// until ctx is done. Every client ticks, without a leader: jobs_schedule_tick enqueues each
-// scheduled instant once however many clients call it, and costs one index probe when
-// nothing is due.
+// scheduleLoop declares Config.Schedules and calls jobs_schedule_tick every
+// ScheduleTickInterval (jittered) until ctx is done. Every client ticks, without a leader:
+// jobs_schedule_tick enqueues each scheduled instant once however many clients call it, and
+// costs one index probe when nothing is due. Ticking does not wait for the declaration: the
+// schedules already in the database (declared by other clients or psql) keep running even
+// when this client's own cannot be declared. A declaration the database refuses for good
+// (a bad cron expression or time zone, 22023; a role without jobs_admin, 42501) is logged
+// once at error level and not tried again; other failures are retried with backoff (up to
+// a minute).
 func (c *Client) scheduleLoop(ctx context.Context) {
+	declared := len(c.schedules) == 0
 	retry := c.cfg.PollInterval
-	for len(c.schedules) > 0 {
-		err := c.declareSchedules(ctx)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		c.logger.Error("failed to declare schedules; retrying", slog.Any("error", err), slog.Duration("retry_in", retry))
-		if !sleepCtx(ctx, jitter(retry, 0.1)) {
-			return
-		}
-		retry = min(2*retry, time.Minute)
-	}
-	if c.cfg.ScheduleTickInterval < 0 {
-		return
-	}
+	var nextDeclare time.Time
 	for {
-		c.tickSchedules(ctx)
-		if !sleepCtx(ctx, jitter(c.cfg.ScheduleTickInterval, 0.1)) {
+		if !declared && !time.Now().Before(nextDeclare) {
+			err := c.declareSchedules(ctx)
+			switch {
+			case err == nil:
+				declared = true
+			case ctx.Err() != nil:
+				return
+			case permanentScheduleError(err):
+				c.logger.Error("failed to declare schedules; not retrying (fix Config.Schedules or the role and restart)",
+					slog.Any("error", err))
+				declared = true
+			default:
+				c.logger.Error("failed to declare schedules; retrying", slog.Any("error", err), slog.Duration("retry_in", retry))
+				nextDeclare = time.Now().Add(jitter(retry, 0.1))
+				retry = min(2*retry, time.Minute)
+			}
+		}
+		wait := c.cfg.ScheduleTickInterval
+		if c.cfg.ScheduleTickInterval >= 0 {
+			c.tickSchedules(ctx)
+		} else {
+			if declared {
+				return
+			}
+			wait = time.Until(nextDeclare)
+		}
+		if !sleepCtx(ctx, jitter(wait, 0.1)) {
 			return
 		}
 	}
+}
+
+// permanentScheduleError reports whether declaring the schedules failed in a way that
+// repeating cannot fix: the database refused an argument (22023, e.g. a bad cron
+// expression) or the role may not call jobs_schedule (42501).
+func permanentScheduleError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "22023" || pgErr.Code == "42501")
 }
 
 // declareSchedules upserts every schedule in one transaction, in name order: a bad one (the

@@ -2,10 +2,16 @@ package driver_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skiplock/skiplock/driver"
 )
@@ -75,5 +81,124 @@ func TestScheduleConfigValidation(t *testing.T) {
 				t.Fatalf("NewClient: %v, want an InvalidError for %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// A schedule the database refuses for good (a typo in the cron, 22023; a role without
+// jobs_admin, 42501) does not stop the client from ticking the schedules already in the
+// database, and is logged once, not retried in a loop.
+func TestSchedulesTickedWhenDeclaringIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, cron string
+		workerRole bool
+	}{
+		{"BadCron", "61 * * * *", false},
+		{"NoAdminRole", "@daily", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx := context.Background()
+			if _, err := b.pool.Exec(ctx, "SELECT jobs_schedule('existing', '@every 1 second', 'k')"); err != nil {
+				t.Fatal(err)
+			}
+			pool := b.pool
+			if tc.workerRole {
+				pool = workerRolePool(t, b)
+			}
+			hs := driver.NewHandlers()
+			driver.AddHandler(hs, "k", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
+			cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {}})
+			logs := declareFailureCounter{next: b.logger.Handler(), errors: new(atomic.Int32)}
+			cfg.Logger = slog.New(logs)
+			cfg.Schedules = []driver.Schedule{{Name: "refused", Cron: tc.cron, Kind: "k"}}
+			startClient(t, pool, cfg)
+
+			waitUntil(t, 10*time.Second, "a job of the existing schedule", func() bool {
+				return queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE kind = 'k'") > 0
+			})
+			time.Sleep(time.Second) // five poll intervals: a retry loop would have logged again
+			if n := logs.errors.Load(); n != 1 {
+				t.Fatalf("%d errors logged for the refused schedule, want 1", n)
+			}
+			if n := queryInt(t, b.pool, "SELECT count(*) FROM jobs_schedules WHERE name = 'refused'"); n != 0 {
+				t.Fatalf("the refused schedule was stored")
+			}
+		})
+	}
+}
+
+// workerRolePool is a pool on b's database as a new login role with jobs_worker only.
+func workerRolePool(t *testing.T, b *testBundle) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	rb := make([]byte, 6)
+	_, _ = rand.Read(rb)
+	name := "driver_worker_" + hex.EncodeToString(rb)
+	password := hex.EncodeToString(rb) + "pw"
+	if _, err := b.pool.Exec(ctx, "CREATE ROLE "+name+" LOGIN PASSWORD '"+password+"' IN ROLE jobs_worker"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(b.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.User, cfg.ConnConfig.Password = name, password
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		if _, err := b.pool.Exec(context.Background(), "DROP ROLE "+name); err != nil {
+			t.Errorf("failed to drop role %s: %v", name, err)
+		}
+	})
+	return pool
+}
+
+// declareFailureCounter counts the error records about declaring schedules and passes every
+// record on.
+type declareFailureCounter struct {
+	next   slog.Handler
+	errors *atomic.Int32
+}
+
+func (h declareFailureCounter) Enabled(ctx context.Context, l slog.Level) bool { return true }
+
+func (h declareFailureCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError && strings.Contains(r.Message, "declare schedules") {
+		h.errors.Add(1)
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h declareFailureCounter) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return declareFailureCounter{next: h.next.WithAttrs(attrs), errors: h.errors}
+}
+
+func (h declareFailureCounter) WithGroup(name string) slog.Handler {
+	return declareFailureCounter{next: h.next.WithGroup(name), errors: h.errors}
+}
+
+// ScheduleTickInterval defaults to PollInterval, but never below its 10ms floor.
+func TestScheduleTickIntervalDefaultHasFloor(t *testing.T) {
+	t.Parallel()
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "k", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
+	for _, tc := range []struct{ poll, want time.Duration }{
+		{time.Millisecond, 10 * time.Millisecond},
+		{time.Second, time.Second},
+	} {
+		got, err := driver.ScheduleTickIntervalOf(&driver.Config{
+			Queues: map[string]driver.QueueConfig{"default": {}}, Handlers: hs, PollInterval: tc.poll,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("PollInterval %s: ScheduleTickInterval %s, want %s", tc.poll, got, tc.want)
+		}
 	}
 }

@@ -513,26 +513,27 @@ CREATE FUNCTION skiplock._jobs_cron_latest(func text, cron text, timezone text, 
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_window  interval := interval '1 minute';
-    v_instant timestamptz;
-    v_next    timestamptz;
+    v_lo   timestamptz := _jobs_cron_latest."from";
+    v_hi   timestamptz := _jobs_cron_latest.upto;
+    v_mid  timestamptz;
+    v_next timestamptz;
 BEGIN
-    LOOP
-        IF _jobs_cron_latest.upto - v_window <= _jobs_cron_latest."from" THEN
-            v_instant := _jobs_cron_latest."from";
-            EXIT;
+    v_next := _jobs_cron_next(_jobs_cron_latest.func, _jobs_cron_latest.cron, v_lo, _jobs_cron_latest.timezone);
+    IF v_next IS NULL OR v_next > _jobs_cron_latest.upto THEN
+        RETURN _jobs_cron_latest."from";
+    END IF;
+    -- Invariant: the latest instant <= upto is in (v_lo, v_hi].
+    WHILE v_hi - v_lo > interval '1 second' LOOP
+        v_mid := v_lo + (v_hi - v_lo) / 2;
+        v_next := _jobs_cron_next(_jobs_cron_latest.func, _jobs_cron_latest.cron, v_mid, _jobs_cron_latest.timezone);
+        IF v_next IS NOT NULL AND v_next <= _jobs_cron_latest.upto THEN
+            v_lo := v_mid;
+        ELSE
+            v_hi := v_mid;
         END IF;
-        v_instant := _jobs_cron_next(_jobs_cron_latest.func, _jobs_cron_latest.cron,
-                                     _jobs_cron_latest.upto - v_window, _jobs_cron_latest.timezone);
-        EXIT WHEN v_instant <= _jobs_cron_latest.upto;
-        v_window := v_window * 2;
     END LOOP;
-    LOOP
-        v_next := _jobs_cron_next(_jobs_cron_latest.func, _jobs_cron_latest.cron, v_instant, _jobs_cron_latest.timezone);
-        EXIT WHEN v_next IS NULL OR v_next > _jobs_cron_latest.upto;
-        v_instant := v_next;
-    END LOOP;
-    RETURN v_instant;
+    -- (v_lo, v_hi] is at most a second long and holds the latest instant: the only one.
+    RETURN _jobs_cron_next(_jobs_cron_latest.func, _jobs_cron_latest.cron, v_lo, _jobs_cron_latest.timezone);
 END;
 $$;
 
@@ -554,6 +555,9 @@ DECLARE
     v_dom_ok   boolean;
     v_dow_ok   boolean;
     v_instant  timestamptz;
+    v_later    timestamptz;
+    v_second   timestamptz;
+    v_from     timestamptz := _jobs_cron_next.after;
 BEGIN
     v_spec := _jobs_cron_parse(_jobs_cron_next.func, _jobs_cron_next.cron);
     PERFORM _jobs_cron_timezone(_jobs_cron_next.func, _jobs_cron_next.timezone);
@@ -573,7 +577,15 @@ BEGIN
             ((floor(extract(epoch FROM _jobs_cron_next.after) / v_spec.every_seconds) + 1) * v_spec.every_seconds)::double precision);
     END IF;
 
-    v_local := _jobs_cron_next.after AT TIME ZONE _jobs_cron_next.timezone;
+    IF v_spec.time_wildcard
+       AND ((_jobs_cron_next.after - interval '3 hours') AT TIME ZONE _jobs_cron_next.timezone)
+           - ((_jobs_cron_next.after - interval '3 hours') AT TIME ZONE 'UTC')
+           <> ((_jobs_cron_next.after + interval '3 hours') AT TIME ZONE _jobs_cron_next.timezone)
+           - ((_jobs_cron_next.after + interval '3 hours') AT TIME ZONE 'UTC') THEN
+        -- A transition nearby: a local time before after's may occur again after it.
+        v_from := _jobs_cron_next.after - interval '3 hours';
+    END IF;
+    v_local := v_from AT TIME ZONE _jobs_cron_next.timezone;
     v_day := v_local::date;
     -- Minutes into the day of the first candidate: the whole minute after after's.
     v_start := extract(hour FROM v_local)::integer * 60 + extract(minute FROM v_local)::integer + 1;
@@ -597,10 +609,21 @@ BEGIN
                     CONTINUE WHEN v_hour * 60 + v_minute < v_start;
                     v_instant := _jobs_cron_instant(v_day + make_interval(hours => v_hour, mins => v_minute),
                                                     _jobs_cron_next.timezone);
-                    -- Only a local time repeated at fall-back, whose first occurrence was
-                    -- before after, is passed over here.
+                    -- Passed over here: the candidates before after (when the search
+                    -- started three hours early) and a local time repeated at fall-back
+                    -- whose first occurrence is not later than after.
                     IF v_instant > _jobs_cron_next.after THEN
-                        RETURN v_instant;
+                        -- A second occurrence seen is earlier than any local time after it.
+                        RETURN least(v_instant, v_second);
+                    END IF;
+                    IF v_spec.time_wildcard AND v_second IS NULL THEN
+                        -- AT TIME ZONE reads a repeated local time as its second occurrence.
+                        v_later := (v_day + make_interval(hours => v_hour, mins => v_minute))
+                                   AT TIME ZONE _jobs_cron_next.timezone;
+                        IF v_later > _jobs_cron_next.after
+                           AND (v_later AT TIME ZONE _jobs_cron_next.timezone) = v_day + make_interval(hours => v_hour, mins => v_minute) THEN
+                            v_second := v_later;
+                        END IF;
                     END IF;
                 END LOOP;
             END LOOP;
@@ -608,13 +631,13 @@ BEGIN
         v_day := v_day + 1;
         v_start := 0;
     END LOOP;
-    RETURN NULL;
+    RETURN v_second;
 END;
 $$;
 
 COMMENT ON FUNCTION skiplock._jobs_cron_next(func text, cron text, after timestamp with time zone, timezone text) IS 'skiplock (private): jobs_cron_next, raising its errors in the name of the calling function.';
 
-CREATE FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT every_seconds bigint) RETURNS record
+CREATE FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT time_wildcard boolean, OUT every_seconds bigint) RETURNS record
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -684,10 +707,12 @@ BEGIN
     -- crontab(5): a day field is restricted unless it starts with '*' (so '*/2' is not).
     dom_restricted := left(v_fields[3], 1) <> '*';
     dow_restricted := left(v_fields[5], 1) <> '*';
+    -- Vixie cron's MIN_STAR and HR_STAR: '*/15' counts, '0-59' does not.
+    time_wildcard := left(v_fields[1], 1) = '*' OR left(v_fields[2], 1) = '*';
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT every_seconds bigint) IS 'skiplock (private): parses a cron expression into the values of its fields, or an @every step.';
+COMMENT ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT time_wildcard boolean, OUT every_seconds bigint) IS 'skiplock (private): parses a cron expression into the values of its fields, or an @every step.';
 
 CREATE FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) RETURNS void
     LANGUAGE plpgsql STABLE
@@ -1096,6 +1121,7 @@ COMMENT ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]
 CREATE FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text DEFAULT 'UTC'::text) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
+    SET timezone_abbreviations TO 'Default'
     AS $$
 #variable_conflict use_column
 BEGIN
@@ -2289,6 +2315,7 @@ COMMENT ON FUNCTION skiplock.jobs_retry_many(ids bigint[], queue text, kind text
 CREATE FUNCTION skiplock.jobs_schedule(name text, cron text, kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, timezone text DEFAULT 'UTC'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, enabled boolean DEFAULT true) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
+    SET timezone_abbreviations TO 'Default'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -2298,7 +2325,7 @@ BEGIN
         PERFORM _jobs_invalid('jobs_schedule', 'name', 'must be a non-empty string of at most 200 bytes');
     END IF;
     -- Checks cron and timezone, naming them.
-    v_next := _jobs_cron_next('jobs_schedule', jobs_schedule.cron, now(), jobs_schedule.timezone);
+    v_next := _jobs_cron_next('jobs_schedule', jobs_schedule.cron, clock_timestamp(), jobs_schedule.timezone);
     IF v_next IS NULL THEN
         PERFORM _jobs_invalid('jobs_schedule', 'cron', format('%L never runs (no run within ten years)', jobs_schedule.cron));
     END IF;
@@ -2341,7 +2368,7 @@ BEGIN
             -- Later than last_run_at in every branch (jobs_schedules_next_after_last).
             next_run_at  = CASE
                 WHEN s.cron <> EXCLUDED.cron OR s.timezone <> EXCLUDED.timezone OR (NOT s.enabled AND EXCLUDED.enabled)
-                THEN _jobs_cron_next('jobs_schedule', EXCLUDED.cron, greatest(now(), s.last_run_at), EXCLUDED.timezone)
+                THEN _jobs_cron_next('jobs_schedule', EXCLUDED.cron, greatest(clock_timestamp(), s.last_run_at), EXCLUDED.timezone)
                 ELSE s.next_run_at
             END,
             updated_at   = now()
@@ -2369,6 +2396,7 @@ COMMENT ON FUNCTION skiplock.jobs_schedule(name text, cron text, kind text, payl
 CREATE FUNCTION skiplock.jobs_schedule_tick() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
+    SET timezone_abbreviations TO 'Default'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -2721,7 +2749,7 @@ REVOKE ALL ON FUNCTION skiplock._jobs_cron_latest(func text, cron text, timezone
 
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_next(func text, cron text, after timestamp with time zone, timezone text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT every_seconds bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT time_wildcard boolean, OUT every_seconds bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) FROM PUBLIC;
 

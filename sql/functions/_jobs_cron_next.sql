@@ -3,7 +3,16 @@
 -- Promises: see jobs_cron_next. Searches local wall-clock dates from after's local date:
 --           months that do not match are skipped whole, and within a matching day the
 --           first hour and minute at or after the start are taken from the sorted field
---           values, so a call costs a few iterations per day searched.
+--           values, so a call costs a few iterations per day searched. For an expression
+--           whose minute or hour field starts with '*', a local time repeated at fall-back
+--           also runs at its second occurrence: when the UTC offset changes within three
+--           hours of after, the search starts three hours earlier so that the repeated
+--           local times whose first occurrence is not later than after are seen, and it
+--           returns the earlier of their first second occurrence later than after and the
+--           first first-occurrence later than after. A repeated span longer than three
+--           hours (a rare change of standard offset) may have its local times more than
+--           three hours before after passed over at their second occurrence; Vixie cron
+--           likewise treats only jumps of under three hours as DST.
 -- Locks:    none. States: none.
 -- Errors:   22023 naming cron (and the field), timezone or after; see jobs_cron_next.
 CREATE OR REPLACE FUNCTION _jobs_cron_next(func text, cron text, after timestamptz, timezone text)
@@ -24,6 +33,9 @@ DECLARE
     v_dom_ok   boolean;
     v_dow_ok   boolean;
     v_instant  timestamptz;
+    v_later    timestamptz;
+    v_second   timestamptz;
+    v_from     timestamptz := _jobs_cron_next.after;
 BEGIN
     v_spec := _jobs_cron_parse(_jobs_cron_next.func, _jobs_cron_next.cron);
     PERFORM _jobs_cron_timezone(_jobs_cron_next.func, _jobs_cron_next.timezone);
@@ -43,7 +55,15 @@ BEGIN
             ((floor(extract(epoch FROM _jobs_cron_next.after) / v_spec.every_seconds) + 1) * v_spec.every_seconds)::double precision);
     END IF;
 
-    v_local := _jobs_cron_next.after AT TIME ZONE _jobs_cron_next.timezone;
+    IF v_spec.time_wildcard
+       AND ((_jobs_cron_next.after - interval '3 hours') AT TIME ZONE _jobs_cron_next.timezone)
+           - ((_jobs_cron_next.after - interval '3 hours') AT TIME ZONE 'UTC')
+           <> ((_jobs_cron_next.after + interval '3 hours') AT TIME ZONE _jobs_cron_next.timezone)
+           - ((_jobs_cron_next.after + interval '3 hours') AT TIME ZONE 'UTC') THEN
+        -- A transition nearby: a local time before after's may occur again after it.
+        v_from := _jobs_cron_next.after - interval '3 hours';
+    END IF;
+    v_local := v_from AT TIME ZONE _jobs_cron_next.timezone;
     v_day := v_local::date;
     -- Minutes into the day of the first candidate: the whole minute after after's.
     v_start := extract(hour FROM v_local)::integer * 60 + extract(minute FROM v_local)::integer + 1;
@@ -67,10 +87,21 @@ BEGIN
                     CONTINUE WHEN v_hour * 60 + v_minute < v_start;
                     v_instant := _jobs_cron_instant(v_day + make_interval(hours => v_hour, mins => v_minute),
                                                     _jobs_cron_next.timezone);
-                    -- Only a local time repeated at fall-back, whose first occurrence was
-                    -- before after, is passed over here.
+                    -- Passed over here: the candidates before after (when the search
+                    -- started three hours early) and a local time repeated at fall-back
+                    -- whose first occurrence is not later than after.
                     IF v_instant > _jobs_cron_next.after THEN
-                        RETURN v_instant;
+                        -- A second occurrence seen is earlier than any local time after it.
+                        RETURN least(v_instant, v_second);
+                    END IF;
+                    IF v_spec.time_wildcard AND v_second IS NULL THEN
+                        -- AT TIME ZONE reads a repeated local time as its second occurrence.
+                        v_later := (v_day + make_interval(hours => v_hour, mins => v_minute))
+                                   AT TIME ZONE _jobs_cron_next.timezone;
+                        IF v_later > _jobs_cron_next.after
+                           AND (v_later AT TIME ZONE _jobs_cron_next.timezone) = v_day + make_interval(hours => v_hour, mins => v_minute) THEN
+                            v_second := v_later;
+                        END IF;
                     END IF;
                 END LOOP;
             END LOOP;
@@ -78,7 +109,7 @@ BEGIN
         v_day := v_day + 1;
         v_start := 0;
     END LOOP;
-    RETURN NULL;
+    RETURN v_second;
 END;
 $$;
 

@@ -16,7 +16,12 @@
 --           A local time the clocks skip runs when they jump (a daily 02:30 runs at 03:00 on
 --           America/New_York's spring-forward day); a local time that occurs twice runs at
 --           its first occurrence only (a daily 02:30 runs once, at 02:30 CEST, on
---           Europe/Berlin's fall-back day).
+--           Europe/Berlin's fall-back day), unless the minute or hour field starts with '*'
+--           (e.g. '*/15 * * * *', '0 * * * *', @hourly): such an expression runs in both
+--           occurrences (Vixie cron's rules: fixed times once, wildcard times in both).
+--           Time zone names are read with timezone_abbreviations = 'Default' whatever the
+--           session's setting, so an abbreviation such as 'IST' means the same to every
+--           caller (prefer IANA names: abbreviations have no DST).
 -- Locks:    none. States: none. Grants: every role (it reads no table).
 -- Errors:   22023 naming cron and the offending field (e.g. 'field hour: 24 is out of range
 --           0-23'), timezone when it is not a known zone, or after when it is NULL or
@@ -27,6 +32,7 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET timezone_abbreviations = 'Default'
 AS $$
 #variable_conflict use_column
 BEGIN

@@ -1,20 +1,29 @@
 -- jobs_schedule: creates or updates the schedule name; returns its next run time.
 --
 -- Promises: upserts the row of jobs_schedules named name. A new schedule's next run is the
---           first instant of cron (in timezone; see jobs_cron_next) after now(). Calling it
+--           first instant of cron (in timezone; see jobs_cron_next) after the call's
+--           clock_timestamp() (not now(): a schedule created in a long transaction does not
+--           start in the past). Calling it
 --           again with the same arguments changes nothing, not even updated_at, and keeps
 --           the next run time, so services that declare their schedules at every start
 --           neither re-fire nor skip a run. A changed kind, payload, queue, priority or
 --           max_attempts applies to the jobs enqueued from then on and keeps the next run
 --           time; a changed cron or timezone, or enabling a disabled schedule, recomputes it
---           from now() (or from the last run, if later), so instants missed while disabled
---           are not enqueued. Disabling keeps the row; jobs_schedule_tick skips it.
+--           from clock_timestamp() (or from the last run, if later), so instants missed while
+--           disabled are not enqueued. Disabling keeps the row; jobs_schedule_tick skips it.
+--           jobs_unschedule then jobs_schedule of the same name starts a new schedule (the
+--           old last_run_at is gone), yet never enqueues an instant twice: a tick that
+--           enqueued an instant of the old row held its lock, so jobs_unschedule waited for
+--           it to commit, and the new row's first run is after the clock at the call, later
+--           than that instant.
 --           Returns NULL when the schedule has no run left (only possible on re-enabling a
 --           schedule near the end of the supported range).
 -- Locks:    the schedule's row, until the caller's transaction ends (waits for a
 --           jobs_schedule_tick holding it).
 -- States:   none (jobs are enqueued by jobs_schedule_tick).
--- Time:     now() (transaction start).
+-- Time:     clock_timestamp() (the moment of the call, not the transaction start).
+--           Time zone names are read with timezone_abbreviations = 'Default' (see
+--           jobs_cron_next).
 -- Errors:   22023 when name, kind or queue is NULL, empty or longer than 200 bytes, payload,
 --           priority or enabled is NULL, max_attempts is NULL or < 1, cron is not a valid
 --           expression (naming the field) or never runs, or timezone is not a known zone.
@@ -33,6 +42,7 @@ RETURNS timestamptz
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET timezone_abbreviations = 'Default'
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -42,7 +52,7 @@ BEGIN
         PERFORM _jobs_invalid('jobs_schedule', 'name', 'must be a non-empty string of at most 200 bytes');
     END IF;
     -- Checks cron and timezone, naming them.
-    v_next := _jobs_cron_next('jobs_schedule', jobs_schedule.cron, now(), jobs_schedule.timezone);
+    v_next := _jobs_cron_next('jobs_schedule', jobs_schedule.cron, clock_timestamp(), jobs_schedule.timezone);
     IF v_next IS NULL THEN
         PERFORM _jobs_invalid('jobs_schedule', 'cron', format('%L never runs (no run within ten years)', jobs_schedule.cron));
     END IF;
@@ -85,7 +95,7 @@ BEGIN
             -- Later than last_run_at in every branch (jobs_schedules_next_after_last).
             next_run_at  = CASE
                 WHEN s.cron <> EXCLUDED.cron OR s.timezone <> EXCLUDED.timezone OR (NOT s.enabled AND EXCLUDED.enabled)
-                THEN _jobs_cron_next('jobs_schedule', EXCLUDED.cron, greatest(now(), s.last_run_at), EXCLUDED.timezone)
+                THEN _jobs_cron_next('jobs_schedule', EXCLUDED.cron, greatest(clock_timestamp(), s.last_run_at), EXCLUDED.timezone)
                 ELSE s.next_run_at
             END,
             updated_at   = now()

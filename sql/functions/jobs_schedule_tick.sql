@@ -15,13 +15,15 @@
 -- Locks:    the due schedules' rows, until the caller's transaction ends; skips rows
 --           locked by others. Inserts the jobs.
 -- States:   new jobs in queued (NOTIFY jobs_ready as jobs_enqueue, at commit).
--- Time:     now() (transaction start) decides what is due.
+-- Time:     now() (transaction start) decides what is due. Time zone names are read with
+--           timezone_abbreviations = 'Default' (see jobs_cron_next).
 -- Errors:   none of its own.
 CREATE OR REPLACE FUNCTION jobs_schedule_tick()
 RETURNS integer
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET timezone_abbreviations = 'Default'
 AS $$
 #variable_conflict use_column
 DECLARE

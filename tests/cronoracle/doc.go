@@ -10,9 +10,10 @@
 //
 //   - DST: robfig steps through absolute time, so it skips a daily 02:30 on a
 //     spring-forward day and runs it twice on a fall-back day that repeats 02:30; skiplock
-//     runs a skipped local time when the clocks jump and a repeated one at its first
-//     occurrence (Vixie cron's rules). Cases whose search crosses a zone transition go to
-//     the reference.
+//     runs a skipped local time when the clocks jump, and a repeated one at its first
+//     occurrence only, unless the minute or hour field starts with '*' (then in both
+//     occurrences): Vixie cron's rules. Cases whose search crosses a zone transition go
+//     to the reference.
 //   - The day-of-month/day-of-week rule: crontab(5), and skiplock, join the two day fields
 //     with OR when neither starts with '*'. robfig does so unless a field's list has an
 //     element '*' or '*/1' anywhere, so it reads '*/2' as restricted and '2,*/1' as not.

@@ -74,7 +74,8 @@ func TestCronNextAgainstRobfig(t *testing.T) {
 			t.Fatalf("robfig cannot parse generated %q: %v", c.cron, err)
 		}
 		spec := sched.(*cron.SpecSchedule)
-		ref := reference{spec: spec, domRestricted: restricted(c.cron, 2), dowRestricted: restricted(c.cron, 4)}
+		ref := reference{spec: spec, domRestricted: restricted(c.cron, 2), dowRestricted: restricted(c.cron, 4),
+			timeWildcard: timeWildcard(c.cron)}
 		want := ref.next(c.after, loc)
 		oracle := spec.Next(c.after.In(loc))
 
@@ -159,6 +160,17 @@ func restricted(expr string, i int) bool {
 	return !strings.HasPrefix(fields[i], "*")
 }
 
+// timeWildcard reports whether the minute or hour field of an expression starts with '*'
+// (Vixie cron's MIN_STAR and HR_STAR), which makes it run in both occurrences of a local
+// time repeated at fall-back. Of the macros only @hourly ('0 * * * *') is such.
+func timeWildcard(expr string) bool {
+	if strings.HasPrefix(expr, "@") {
+		return expr == "@hourly"
+	}
+	fields := strings.Fields(expr)
+	return strings.HasPrefix(fields[0], "*") || strings.HasPrefix(fields[1], "*")
+}
+
 // dayRuleDiffers reports whether robfig joins the day fields differently from crontab(5),
 // which joins them with OR only when neither starts with '*'. robfig joins them with OR
 // unless a field has an element '*' or '*/1' anywhere in its list (its star bit, 1<<63),
@@ -210,7 +222,8 @@ func randomField(rng *rand.Rand, lo, hi int, names []string, star int) string {
 		case 1:
 			return fmt.Sprintf("%s-%s", value(a), value(b))
 		case 2:
-			return fmt.Sprintf("%s-%s/%d", value(a), value(b), 1+rng.IntN(max(1, b-a+1)))
+			// jobs_cron_field takes steps up to hi-lo (robfig any): 0-23/24 is not generated.
+			return fmt.Sprintf("%s-%s/%d", value(a), value(b), 1+rng.IntN(max(1, min(b-a+1, hi-lo))))
 		case 3:
 			return fmt.Sprintf("%d/%d", a, 1+rng.IntN(max(1, (hi-lo)/2)))
 		default:

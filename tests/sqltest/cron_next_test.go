@@ -83,8 +83,19 @@ func TestCronNext(t *testing.T) {
 			{"30 2 * * *", "Europe/Berlin", "2024-10-26 12:00:00Z", "2024-10-27 00:30:00Z"}, // 02:30 CEST
 			{"30 2 * * *", "Europe/Berlin", "2024-10-27 00:30:00Z", "2024-10-28 01:30:00Z"},
 			{"45 1 * * *", "Australia/Lord_Howe", "2024-04-06 12:00:00Z", "2024-04-06 14:45:00Z"}, // 01:45 +11
-			// Minute schedules skip the repeated hour: each wall-clock minute runs once.
-			{"*/5 * * * *", "Europe/Berlin", "2024-10-27 00:58:00Z", "2024-10-27 02:00:00Z"},
+			// Wildcard minute or hour fields run in both occurrences of the repeated hour
+			// (Vixie cron): 02:58 CEST, then 02:00 CET.
+			{"*/5 * * * *", "Europe/Berlin", "2024-10-27 00:58:00Z", "2024-10-27 01:00:00Z"},
+			{"@hourly", "Europe/Berlin", "2024-10-27 00:00:00Z", "2024-10-27 01:00:00Z"},
+			{"@hourly", "Europe/Berlin", "2024-10-27 01:00:00Z", "2024-10-27 02:00:00Z"},
+			{"*/30 1 * * *", "America/New_York", "2024-11-03 05:30:00Z", "2024-11-03 06:00:00Z"}, // 01:00 EST
+			{"*/30 1 * * *", "America/New_York", "2024-11-03 06:30:00Z", "2024-11-04 06:00:00Z"},
+			// Lord Howe falls back half an hour (02:00 +11 to 01:30 +10:30): after 01:45
+			// +11 comes 01:30 +10:30, before 02:00 +10:30.
+			{"*/15 * * * *", "Australia/Lord_Howe", "2024-04-06 14:45:00Z", "2024-04-06 15:00:00Z"},
+			{"*/15 * * * *", "Australia/Lord_Howe", "2024-04-06 15:00:00Z", "2024-04-06 15:15:00Z"},
+			// A fixed time with a wildcard elsewhere (day fields) still runs once.
+			{"30 2 * * *", "Europe/Berlin", "2024-10-27 00:31:00Z", "2024-10-28 01:30:00Z"},
 			// After within the repeated hour, at a time whose first occurrence has passed.
 			{"30 2 * * *", "Europe/Berlin", "2024-10-27 01:10:00Z", "2024-10-28 01:30:00Z"},
 		} {
@@ -122,6 +133,55 @@ func TestCronNext(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Vixie cron's rule at fall-back: an expression whose minute or hour field starts with '*'
+// runs in both occurrences of the repeated hour, so '*/15' keeps its 15-minute beat through
+// it (no 75-minute gap) and @hourly runs every hour.
+func TestCronNextWildcardRunsInBothOccurrencesAtFallBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		cron, zone, from string
+		step             time.Duration
+		n                int
+	}{
+		{"*/15 * * * *", "Europe/Berlin", "2026-10-24 23:30:00Z", 15 * time.Minute, 12},
+		{"@hourly", "Europe/Berlin", "2026-10-24 22:00:00Z", time.Hour, 6},
+		{"*/10 * * * *", "America/New_York", "2026-11-01 04:30:00Z", 10 * time.Minute, 20},
+		{"* * * * *", "Australia/Lord_Howe", "2026-04-04 14:50:00Z", time.Minute, 60},
+	} {
+		runs := queryList[time.Time](t, b.Conn, `
+			WITH RECURSIVE s(at, n) AS (
+			    SELECT $2::timestamptz, 0
+			    UNION ALL
+			    SELECT jobs_cron_next($1, at, $3), n + 1 FROM s WHERE n < $4
+			)
+			SELECT at FROM s ORDER BY n`, tc.cron, tc.from, tc.zone, tc.n)
+		for i := 1; i < len(runs); i++ {
+			if d := runs[i].Sub(runs[i-1]); d != tc.step {
+				t.Errorf("%s in %s: %v after %v, want every %v", tc.cron, tc.zone, runs[i], runs[i-1], tc.step)
+			}
+		}
+	}
+}
+
+// A time zone abbreviation means the same whatever the session's timezone_abbreviations:
+// every ticker must agree on a schedule's instants.
+func TestCronNextIgnoresSessionTimezoneAbbreviations(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const q = "SELECT jobs_cron_next('0 9 * * *', '2026-12-01 00:00:00Z', 'IST')"
+	byDefault := queryOne[time.Time](t, b.Conn, q)
+	mustExec(t, b.Conn, "SET timezone_abbreviations = 'India'")
+	if got := queryOne[time.Time](t, b.Conn, q); !got.Equal(byDefault) {
+		t.Errorf("jobs_cron_next with 'IST' = %v under timezone_abbreviations 'India', %v under 'Default'", got, byDefault)
+	}
+	// jobs_schedule and jobs_schedule_tick read the zone the same way.
+	next := queryOne[time.Time](t, b.Conn, "SELECT jobs_schedule('s', '0 9 * * *', 'k', timezone => 'IST')")
+	if h := next.UTC().Hour(); h != byDefault.UTC().Hour() {
+		t.Errorf("jobs_schedule with 'IST' under 'India' runs at %v, not at %02d:00 UTC as under 'Default'", next, byDefault.UTC().Hour())
+	}
 }
 
 func mustTime(t *testing.T, s string) time.Time {

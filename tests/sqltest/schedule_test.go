@@ -160,3 +160,66 @@ func TestSchedule(t *testing.T) {
 		}
 	})
 }
+
+// A transaction that began before instant I unschedules and re-schedules a name after a
+// tick enqueued I: the new row's first run is computed from the clock at the call, not from
+// the transaction's start, so I is not enqueued a second time.
+func TestRescheduleInLongTransactionEnqueuesOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := b.Connect(t)
+	mustExec(t, b.Conn, "SELECT jobs_schedule('s', '@every 2 seconds', 'k')")
+	tx, err := other.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(t.Context()) }()
+	started := queryOne[time.Time](t, tx, "SELECT now()")
+	deadline := time.Now().Add(10 * time.Second)
+	for queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE run_at > $1", started) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no instant after the transaction's start enqueued in 10 s")
+		}
+		mustExec(t, b.Conn, "SELECT jobs_schedule_tick()")
+		time.Sleep(100 * time.Millisecond)
+	}
+	mustExec(t, tx, "SELECT jobs_unschedule('s')")
+	next := queryOne[time.Time](t, tx, "SELECT jobs_schedule('s', '@every 2 seconds', 'k')")
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if latest := queryOne[time.Time](t, b.Conn, "SELECT max(run_at) FROM jobs"); !next.After(latest) {
+		t.Errorf("re-created schedule's next run %v is not after the instant already enqueued, %v", next, latest)
+	}
+	time.Sleep(time.Until(next) + 100*time.Millisecond)
+	mustExec(t, b.Conn, "SELECT jobs_schedule_tick()")
+	if d := queryOne[int64](t, b.Conn, "SELECT count(*) - count(DISTINCT run_at) FROM jobs"); d != 0 {
+		t.Errorf("%d instants enqueued twice: %v", d, queryList[time.Time](t, b.Conn, "SELECT run_at FROM jobs ORDER BY run_at"))
+	}
+}
+
+// A schedule created in a transaction that began long ago starts after the call, not at
+// the first instant after the transaction's start (which is already past).
+func TestNewScheduleInLongTransactionStartsAfterTheCall(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tx, err := b.Conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(t.Context()) }()
+	mustExec(t, tx, "SELECT now()")
+	time.Sleep(1100 * time.Millisecond)
+	before := queryOne[time.Time](t, tx, "SELECT clock_timestamp()")
+	next := queryOne[time.Time](t, tx, "SELECT jobs_schedule('s', '@every 1 second', 'k')")
+	if !next.After(before) {
+		t.Errorf("new schedule's next run %v is not after the call (%v)", next, before)
+	}
+	// Re-enabling in the same old transaction recomputes from the clock too.
+	mustExec(t, tx, "SELECT jobs_schedule('s', '@every 1 second', 'k', enabled => false)")
+	time.Sleep(1100 * time.Millisecond)
+	before = queryOne[time.Time](t, tx, "SELECT clock_timestamp()")
+	if next := queryOne[time.Time](t, tx, "SELECT jobs_schedule('s', '@every 1 second', 'k')"); !next.After(before) {
+		t.Errorf("re-enabled schedule's next run %v is not after the call (%v)", next, before)
+	}
+}

@@ -309,3 +309,54 @@ func TestScheduleTickProbesTheDueIndex(t *testing.T) {
 		t.Fatalf("auto_explain logged %d plans of the tick's search, want 7", checked)
 	}
 }
+
+// Catching up after long downtime costs a bisection, not a walk through the missed
+// instants: '* * * 1-3 *' (every minute of January to March) down from January 1 to June 1
+// finds March 31 23:59 at once. And the bisection agrees with walking on shorter gaps,
+// across DST transitions too.
+func TestScheduleTickCatchesUpLongDowntimeQuickly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	start := time.Now()
+	latest := queryOne[time.Time](t, b.Conn,
+		"SELECT _jobs_cron_latest('t', '* * * 1-3 *', 'UTC', '2026-01-01 00:00:00Z', '2026-06-01 00:00:00Z')")
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("_jobs_cron_latest over five months took %v", took)
+	}
+	if want := mustTime(t, "2026-03-31 23:59:00Z"); !latest.Equal(want) {
+		t.Errorf("_jobs_cron_latest = %v, want %v", latest, want)
+	}
+
+	// The same through jobs_schedule_tick, down for 400 days (so that some January to
+	// March was missed, whatever today's date).
+	mustExec(t, b.Conn, "SELECT jobs_schedule('s', '* * * 1-3 *', 'k')")
+	mustExec(t, b.Conn, `UPDATE jobs_schedules SET next_run_at = jobs_cron_next(cron, now() - interval '400 days', 'UTC')`)
+	start = time.Now()
+	if n := queryOne[int32](t, b.Conn, "SELECT jobs_schedule_tick()"); n != 1 {
+		t.Fatalf("jobs_schedule_tick() = %d, want 1", n)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("jobs_schedule_tick after 400 days down took %v", took)
+	}
+
+	for _, tc := range []struct{ cron, zone, from, upto string }{
+		{"*/15 * * * *", "Europe/Berlin", "2026-10-24 20:00:00Z", "2026-10-25 01:20:00Z"},
+		{"*/15 * * * *", "Europe/Berlin", "2026-10-24 20:00:00Z", "2026-10-25 00:50:00Z"},
+		{"@hourly", "Europe/Berlin", "2026-10-24 20:00:00Z", "2026-10-25 01:30:00Z"},
+		{"30 2 * * *", "America/New_York", "2026-02-01 07:30:00Z", "2026-03-20 00:00:00Z"},
+		{"@every 7 seconds", "UTC", "2026-01-01 00:00:04Z", "2026-01-02 00:00:00Z"},
+		{"0 0 1 * *", "UTC", "2026-01-01 00:00:00Z", "2026-01-01 00:00:00Z"},
+	} {
+		got := queryOne[time.Time](t, b.Conn, "SELECT _jobs_cron_latest('t', $1, $2, $3, $4)", tc.cron, tc.zone, tc.from, tc.upto)
+		walked := queryOne[time.Time](t, b.Conn, `
+			WITH RECURSIVE s(at) AS (
+			    SELECT $3::timestamptz
+			    UNION ALL
+			    SELECT jobs_cron_next($1, at, $2) FROM s WHERE jobs_cron_next($1, at, $2) <= $4
+			)
+			SELECT max(at) FROM s`, tc.cron, tc.zone, tc.from, tc.upto)
+		if !got.Equal(walked) {
+			t.Errorf("_jobs_cron_latest(%q, %s, %s..%s) = %v, walking gives %v", tc.cron, tc.zone, tc.from, tc.upto, got, walked)
+		}
+	}
+}

@@ -5,8 +5,9 @@
 --           local minute after it: a daily 02:30 job in America/New_York runs at 03:00 EDT on
 --           that day. For a local time that occurs twice (fall back), its first occurrence
 --           (daylight time): the daily 02:30 job in Europe/Berlin runs at 02:30 CEST, not
---           again at 02:30 CET. Vixie cron's rules. Non-decreasing in local, so the earliest
---           local match after a point gives the earliest instant.
+--           again at 02:30 CET. Vixie cron's rules for fixed-time jobs; _jobs_cron_next adds
+--           the second occurrence for wildcard ones. Non-decreasing in local, so the earliest
+--           local match after a point gives the earliest first occurrence.
 -- Locks:    none. States: none.
 CREATE OR REPLACE FUNCTION _jobs_cron_instant(local timestamp, timezone text)
 RETURNS timestamptz

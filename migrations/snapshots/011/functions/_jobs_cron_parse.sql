@@ -2,8 +2,10 @@
 --
 -- Promises: for a five-field expression or a macro, returns the sorted values of each field
 --           (dows with 7 folded into 0, Sunday) and whether the day-of-month and day-of-week
---           fields are restricted (do not start with '*'), which decides the either-day rule;
---           every_seconds is NULL. For '@every <interval>' returns every_seconds only.
+--           fields are restricted (do not start with '*'), which decides the either-day rule,
+--           and whether the minute or hour field starts with '*' (time_wildcard: such an
+--           expression runs in both occurrences of a local time repeated at fall-back, as in
+--           Vixie cron; @hourly is one); every_seconds is NULL. For '@every <interval>' returns every_seconds only.
 -- Locks:    none. States: none.
 -- Errors:   22023 naming the parameter cron (and the field, for a five-field expression),
 --           through _jobs_invalid, for NULL, empty or over 1000 bytes, an unknown macro, a
@@ -20,6 +22,7 @@ CREATE OR REPLACE FUNCTION _jobs_cron_parse(
     OUT dows           integer[],
     OUT dom_restricted boolean,
     OUT dow_restricted boolean,
+    OUT time_wildcard  boolean,
     OUT every_seconds  bigint
 )
 LANGUAGE plpgsql
@@ -92,6 +95,8 @@ BEGIN
     -- crontab(5): a day field is restricted unless it starts with '*' (so '*/2' is not).
     dom_restricted := left(v_fields[3], 1) <> '*';
     dow_restricted := left(v_fields[5], 1) <> '*';
+    -- Vixie cron's MIN_STAR and HR_STAR: '*/15' counts, '0-59' does not.
+    time_wildcard := left(v_fields[1], 1) = '*' OR left(v_fields[2], 1) = '*';
 END;
 $$;
 
