@@ -141,8 +141,8 @@ func TestList(t *testing.T) {
 
 // TestListFastWithManyDoneJobs: with 1,000,000 done jobs (100,000 under -short) and a few of
 // every other state, a page of jobs_list takes under 200 ms for every state filter and none,
-// and the filters on rare states read their partial index, never the whole table (plans read
-// with auto_explain). The figures are logged.
+// no plan scans the table, and (outside -short) the filters on rare states read their
+// partial index (plans read with auto_explain). The figures are logged.
 func TestListFastWithManyDoneJobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -233,7 +233,12 @@ func TestListFastWithManyDoneJobs(t *testing.T) {
 		if plan == "" {
 			t.Fatalf("auto_explain logged no plan of jobs_list(%s)", f.args)
 		}
-		if !strings.Contains(plan, f.index) || strings.Contains(plan, "Seq Scan on jobs ") {
+		if strings.Contains(plan, "Seq Scan on jobs ") {
+			t.Errorf("jobs_list(%s) scans the table:\n%s", f.args, plan)
+		}
+		// With 100,000 done jobs the planner may rightly walk jobs_pkey backwards to the
+		// newest rare jobs; with a million the rare states must come from their index.
+		if !testing.Short() && !strings.Contains(plan, f.index) {
 			t.Errorf("jobs_list(%s) does not read %s:\n%s", f.args, f.index, plan)
 		}
 	}
