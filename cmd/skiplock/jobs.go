@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -201,8 +202,8 @@ func printJob(c *call, j *inspectedJob) error {
 	tw := newTable(c.stdout)
 	for _, row := range [][2]string{
 		{"id", fmt.Sprint(j.ID)},
-		{"queue", j.Queue},
-		{"kind", j.Kind},
+		{"queue", cell(j.Queue, 0)},
+		{"kind", cell(j.Kind, 0)},
 		{"state", j.State},
 		{"priority", fmt.Sprint(j.Priority)},
 		{"attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts)},
@@ -233,7 +234,8 @@ func printJob(c *call, j *inspectedJob) error {
 	}
 	fmt.Fprintln(c.stdout, "errors:")
 	for _, e := range j.Errors {
-		fmt.Fprintf(c.stdout, "  attempt %d at %s by %s:\n    %s\n", e.Attempt, cell(e.At, 0), cell(e.Worker, 0), e.Error)
+		fmt.Fprintf(c.stdout, "  attempt %d at %s by %s:\n    %s\n", e.Attempt, cell(e.At, 0), cell(e.Worker, 0),
+			strings.ReplaceAll(printable(e.Error), "\n", "\n    "))
 	}
 	return nil
 }

@@ -197,6 +197,16 @@ func TestShow(t *testing.T) {
 		t.Fatalf("show -o json = %+v", j)
 	}
 
+	// A worker's error cannot drive the operator's terminal.
+	evil := deadJob(t, db, "evil", "k", "\x1b[2Jcleared\nsecond line")
+	out = cli(t, db.URL, "show", fmt.Sprint(evil)).ok(t)
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, `\x1b[2Jcleared`+"\n    second line") {
+		t.Fatalf("show prints a control character raw:\n%q", out)
+	}
+	if out := cli(t, db.URL, "list", "--queue", "evil").ok(t); strings.Contains(out, "\x1b") || !strings.Contains(out, `\x1b[2Jcleared second line`) {
+		t.Fatalf("list prints a control character raw:\n%q", out)
+	}
+
 	cli(t, db.URL, "show", "999").fails(t, exitNotFound, "no job 999")
 	cli(t, db.URL, "show", "x").fails(t, exitUsage, "ID must be an integer")
 	cli(t, db.URL, "show").fails(t, exitUsage, "want one job ID")

@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,7 +54,8 @@ type env struct {
 // error to stderr.
 func runMain(ctx context.Context, e *env, args []string) int {
 	err := run(ctx, e, args)
-	if err == nil {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		// ErrHelp: a command parsing its own flags (runRaw) printed its help for -h.
 		return exitOK
 	}
 	fmt.Fprintln(e.stderr, "skiplock:", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 )
 
 // outputFormat is the value of -o.
@@ -82,7 +83,7 @@ func cell(v any, width int) string {
 	default:
 		s = fmt.Sprint(v)
 	}
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(printable(s)), " ")
 	if r := []rune(s); width > 0 && len(r) > width {
 		s = string(r[:width-1]) + "…"
 	}
@@ -100,3 +101,19 @@ func utc(t *time.Time) *time.Time {
 	u := t.UTC()
 	return &u
 }
+
+// printable escapes the control characters of s but newlines and tabs (ESC becomes the
+// four characters \x1b), so that a payload key, queue name or worker's error message cannot
+// move the cursor or recolour the operator's terminal.
+func printable(s string) string { return controlEscaper.Replace(s) }
+
+// controlEscaper replaces the C0 and C1 control characters but newline and tab.
+var controlEscaper = func() *strings.Replacer {
+	var pairs []string
+	for r := rune(0); r < 0xa0; r++ {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+			pairs = append(pairs, string(r), fmt.Sprintf("\\x%02x", r))
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}()

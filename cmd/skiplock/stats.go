@@ -135,7 +135,7 @@ func printStats(c *call, rows []statsRow) error {
 		if s.OldestReadyAgeS != nil {
 			age = time.Duration(*s.OldestReadyAgeS * float64(time.Second)).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Queue, s.State, s.Jobs, age)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", cell(s.Queue, 0), s.State, s.Jobs, age)
 	}
 	return tw.Flush()
 }
