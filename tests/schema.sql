@@ -2260,8 +2260,7 @@ BEGIN
 
     SELECT s.kind, s.payload, s.queue, s.priority, s.max_attempts INTO v_schedule
     FROM jobs_schedules s
-    WHERE s.name = jobs_schedule_run.name
-    FOR KEY SHARE;
+    WHERE s.name = jobs_schedule_run.name;
     IF NOT FOUND THEN
         PERFORM _jobs_invalid('jobs_schedule_run', 'name', format('%L is not a schedule', jobs_schedule_run.name));
     END IF;

@@ -4,8 +4,8 @@
 --           priority and max_attempts and run_at = now(), whether or not the schedule is
 --           enabled. The schedule itself is left alone: next_run_at, last_run_at and
 --           last_job_id keep their values, so the regular runs neither shift nor skip.
--- Locks:    the schedule's row FOR KEY SHARE until the caller's transaction ends (a
---           concurrent jobs_unschedule waits; ticks do not). Inserts one job.
+-- Locks:    none on the schedule (a plain read: a tick taking it, or a jobs_unschedule,
+--           neither waits for this call nor is waited for). Inserts one job.
 -- States:   a new job in queued (NOTIFY jobs_ready at commit).
 -- Time:     now() (transaction start) is the job's run_at.
 -- Errors:   22023 when name is NULL or no schedule has that name.
@@ -25,8 +25,7 @@ BEGIN
 
     SELECT s.kind, s.payload, s.queue, s.priority, s.max_attempts INTO v_schedule
     FROM jobs_schedules s
-    WHERE s.name = jobs_schedule_run.name
-    FOR KEY SHARE;
+    WHERE s.name = jobs_schedule_run.name;
     IF NOT FOUND THEN
         PERFORM _jobs_invalid('jobs_schedule_run', 'name', format('%L is not a schedule', jobs_schedule_run.name));
     END IF;
