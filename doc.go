@@ -13,5 +13,6 @@
 // sql/grants.sql (together a tern code package). The append-only tern migrations in
 // migrations/ each install frozen copies of the files they change, then re-apply the grants.
 // Migrate applies them from Go, InstallSQL prints the same as a psql script, and the skiplock
-// command (cmd/skiplock) does both from a shell. docs/sql-api.md is the SQL reference.
+// command (cmd/skiplock) does both from a shell and operates the queue (docs/cli.md).
+// docs/sql-api.md is the SQL reference.
 package skiplock

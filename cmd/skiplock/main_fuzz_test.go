@@ -17,11 +17,15 @@ import (
 
 // FuzzRunArgs runs the CLI with fuzzed arguments: argv is the argument list joined with NUL
 // bytes (which real arguments cannot contain). It never reaches a database: DATABASE_URL is
-// unset and calls passing --database-url to migrate or stats are skipped, so those commands
-// can only fail on their flags or on the missing database. For every call:
+// unset, PGHOST names a socket directory that does not exist, and calls passing
+// --database-url are skipped, so the commands that talk to a database can only fail on
+// their arguments or on the missing database. For every call:
 //
-//   - run never panics;
+//   - run never panics, and a failing call has an exit code of 1, 2 or 3;
 //   - a failing call writes nothing to stdout (no partial install script);
+//   - a database command succeeds only by printing its help (-h);
+//   - help prints the overview, a command's help, or fails with exit code 3;
+//   - an unknown command fails with exit code 2;
 //   - a successful `sql` prints one whole script: its header, BEGIN, the schema (quoted as
 //     an identifier, so no name can end the statement) when --schema is set, the check that
 //     the database is at version --from, one section per migration after it, and the
@@ -32,6 +36,8 @@ import (
 // with scripts/fuzz.
 func FuzzRunArgs(f *testing.F) {
 	f.Setenv("DATABASE_URL", "")
+	f.Setenv("PGHOST", "/nonexistent/skiplock-fuzz")
+	f.Setenv("PGCONNECT_TIMEOUT", "1")
 	names, err := fs.Glob(skiplock.Migrations(), "*.sql")
 	if err != nil || len(names) == 0 {
 		f.Fatalf("no migrations embedded: %v", err)
@@ -43,18 +49,22 @@ func FuzzRunArgs(f *testing.F) {
 		if argv != "" {
 			args = strings.Split(argv, "\x00")
 		}
-		if len(args) > 0 && (args[0] == "migrate" || args[0] == "stats") {
-			for _, a := range args[1:] {
-				if strings.Contains(a, "database-url") {
-					t.Skip("would connect to a database")
-				}
+		for _, a := range args {
+			if strings.Contains(a, "database-url") {
+				t.Skip("would connect to a database")
 			}
 		}
 
 		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), args, &stdout, &stderr)
+		e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
+		err := run(context.Background(), e, args)
 		if err != nil && stdout.Len() > 0 {
 			t.Fatalf("run(%q) failed (%v) but wrote to stdout:\n%s", args, err, limit(stdout.String()))
+		}
+		if err != nil {
+			if code := exitCode(err); code < exitFailed || code > exitNotFound {
+				t.Fatalf("run(%q) = %v with exit code %d", args, err, code)
+			}
 		}
 		if len(args) == 0 {
 			if err == nil {
@@ -63,22 +73,49 @@ func FuzzRunArgs(f *testing.F) {
 			return
 		}
 		switch args[0] {
-		case "sql":
-			checkSQL(t, args[1:], latest, stdout.String(), err)
-		case "migrate", "stats":
-			if err == nil {
-				t.Fatalf("run(%q) succeeded without a database", args)
-			}
 		case "-h", "-help", "--help", "help":
-			if err != nil || stdout.String() != usage {
-				t.Fatalf("run(%q) = %v with stdout %q, want the usage", args, err, limit(stdout.String()))
+			checkHelp(t, args[1:], stdout.String(), err)
+			return
+		}
+		c, rest, lookupErr := lookup(args)
+		switch {
+		case lookupErr != nil:
+			if err == nil || exitCode(err) != exitUsage {
+				t.Fatalf("run(%q) = %v, want a usage error (%v)", args, err, lookupErr)
 			}
-		default:
-			if err == nil || !strings.Contains(err.Error(), "unknown command") {
-				t.Fatalf("run(%q) = %v, want an unknown command error", args, err)
-			}
+		case c.name == "sql":
+			checkSQL(t, rest, latest, stdout.String(), err)
+		case err == nil && stdout.String() != c.helpText():
+			t.Fatalf("run(%q) succeeded without a database, printing %q", args, limit(stdout.String()))
 		}
 	})
+}
+
+// checkHelp checks `skiplock help args...`.
+func checkHelp(t *testing.T, args []string, out string, err error) {
+	t.Helper()
+	if len(args) == 0 {
+		if err != nil || out != overview() {
+			t.Fatalf("help = %v with stdout %q, want the overview", err, limit(out))
+		}
+		return
+	}
+	name := strings.Join(args, " ")
+	if c := findCommand(name); c != nil {
+		if err != nil || out != c.helpText() {
+			t.Fatalf("help %q = %v with stdout %q, want its help", name, err, limit(out))
+		}
+		return
+	}
+	if isGroup(name) {
+		if err != nil || !strings.HasPrefix(out, "usage: skiplock "+name+" ") {
+			t.Fatalf("help %q = %v with stdout %q, want the help of its subcommands", name, err, limit(out))
+		}
+		return
+	}
+	if err == nil || exitCode(err) != exitNotFound {
+		t.Fatalf("help %q = %v, want not found", name, err)
+	}
 }
 
 // migrationSection matches the line that starts each migration's section of the script,
@@ -93,14 +130,17 @@ func checkSQL(t *testing.T, args []string, latest int, out string, err error) {
 	fs.SetOutput(io.Discard)
 	schema := fs.String("schema", "", "")
 	from := fs.Int("from", 0, "")
-	parseErr := fs.Parse(args)
-	if parseErr == nil && fs.NArg() > 0 {
-		parseErr = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	positional, parseErr := parseInterspersed(fs, args)
+	if parseErr == nil && len(positional) > 0 {
+		parseErr = fmt.Errorf("unexpected argument %q", positional[0])
+	}
+	if errors.Is(parseErr, flag.ErrHelp) {
+		if err != nil || out != sqlCommand.helpText() {
+			t.Fatalf("sql %q = %v with stdout %q, want its help", args, err, limit(out))
+		}
+		return
 	}
 	if err != nil {
-		if errors.Is(parseErr, flag.ErrHelp) != errors.Is(err, flag.ErrHelp) {
-			t.Fatalf("sql %q: got %v, flag parsing gives %v", args, err, parseErr)
-		}
 		if parseErr == nil && *from >= 0 && *from <= latest {
 			t.Fatalf("sql %q: valid flags (schema %q, from %d) failed: %v", args, *schema, *from, err)
 		}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/skiplock/skiplock/tests/pgtest"
+)
+
+// states lists the jobs' states in id order.
+func states(t *testing.T, db *pgtest.TestDB) string {
+	t.Helper()
+	return pgtest.QueryOne[string](t, db.Conn, "SELECT coalesce(string_agg(state::text, ' ' ORDER BY id), '') FROM jobs")
+}
+
+func TestBulkActions(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RetryByIDs", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		a := deadJob(t, db, "mail", "email", "boom")
+		deadJob(t, db, "mail", "email", "boom")
+		if out := cli(t, db.URL, "retry", fmt.Sprint(a)).ok(t); out != "retried 1 jobs\n" {
+			t.Fatalf("retry ID: %q", out)
+		}
+		if s := states(t, db); s != "queued dead" {
+			t.Fatalf("states %q, want job 1 retried only", s)
+		}
+		// Job 1 is no longer dead, 99 does not exist: nothing to do is "not found".
+		cli(t, db.URL, "retry", fmt.Sprint(a), "99").fails(t, exitNotFound, "none of the jobs [1 99] is dead")
+	})
+
+	// The filter-wide retry of dead jobs: refused without --yes when stdin is not a
+	// terminal, counted by --dry-run, done with --yes, confirmed on a terminal.
+	t.Run("FilterWideRetryOfDeadJobs", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		for range 3 {
+			deadJob(t, db, "mail", "email", "boom")
+		}
+		deadJob(t, db, "other", "email", "boom")
+
+		cli(t, db.URL, "retry", "--queue", "mail").fails(t, exitUsage,
+			`refusing to retry 3 dead jobs of queue "mail" without --yes (stdin is not a terminal`)
+		if s := states(t, db); s != "dead dead dead dead" {
+			t.Fatalf("a refused retry changed the jobs: %s", s)
+		}
+
+		var dry struct {
+			Action string `json:"action"`
+			DryRun bool   `json:"dry_run"`
+			Jobs   int    `json:"jobs"`
+		}
+		cli(t, db.URL, "retry", "--queue", "mail", "--dry-run", "-o", "json").decode(t, &dry)
+		if dry.Action != "retry" || !dry.DryRun || dry.Jobs != 3 {
+			t.Fatalf("retry --dry-run = %+v, want 3", dry)
+		}
+		if s := states(t, db); s != "dead dead dead dead" {
+			t.Fatalf("a dry run changed the jobs: %s", s)
+		}
+
+		// On a terminal, anything but yes keeps the jobs.
+		url := db.URL
+		r := cliWith(t, t.Context(), cliOpts{databaseURL: &url, terminal: true, stdin: "n\n"}, "retry", "--queue", "mail")
+		r.fails(t, exitFailed, "not confirmed")
+		if r.stderr[:len(`retry 3 dead jobs of queue "mail"? [y/N]`)] != `retry 3 dead jobs of queue "mail"? [y/N]` {
+			t.Fatalf("prompt %q", r.stderr)
+		}
+
+		if out := cli(t, db.URL, "retry", "--queue", "mail", "--yes").ok(t); out != "retried 3 jobs\n" {
+			t.Fatalf("retry --yes: %q", out)
+		}
+		if s := states(t, db); s != "queued queued queued dead" {
+			t.Fatalf("states %q, want the mail queue's jobs retried", s)
+		}
+		out := cliWith(t, t.Context(), cliOpts{databaseURL: &url, terminal: true, stdin: "yes\n"}, "retry").ok(t)
+		if out != "retried 1 jobs\n" || states(t, db) != "queued queued queued queued" {
+			t.Fatalf("retry confirmed on a terminal: %q, states %s", out, states(t, db))
+		}
+		// Nothing matching needs no confirmation.
+		if out := cli(t, db.URL, "retry").ok(t); out != "retried 0 jobs\n" {
+			t.Fatalf("retry with nothing dead: %q", out)
+		}
+	})
+
+	t.Run("FilterWideRetryGoesPastOneBatch", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		pgtest.MustExec(t, db.Conn, `INSERT INTO jobs (kind, state, attempts, max_attempts, finished_at)
+			SELECT 'k', 'dead', 1, 1, now() FROM generate_series(1, 2500)`)
+		var got struct {
+			Jobs int `json:"jobs"`
+		}
+		cli(t, db.URL, "retry", "--dry-run", "-o", "json").decode(t, &got)
+		if got.Jobs != 2500 {
+			t.Fatalf("dry run counted %d, want 2500 (three pages of jobs_list)", got.Jobs)
+		}
+		cli(t, db.URL, "retry", "--yes", "-o", "json").decode(t, &got)
+		if got.Jobs != 2500 {
+			t.Fatalf("retried %d, want 2500 in three batches", got.Jobs)
+		}
+	})
+
+	t.Run("CancelAndDelete", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		q1 := pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('k', queue => 'a')")
+		pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('k', queue => 'a')")
+		pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('k2', queue => 'b')")
+		if out := cli(t, db.URL, "cancel", fmt.Sprint(q1)).ok(t); out != "cancelled 1 jobs\n" {
+			t.Fatalf("cancel ID: %q", out)
+		}
+		if out := cli(t, db.URL, "cancel", "--kind", "k", "--yes").ok(t); out != "cancelled 1 jobs\n" {
+			t.Fatalf("cancel --kind k: %q", out)
+		}
+		if s := states(t, db); s != "cancelled cancelled queued" {
+			t.Fatalf("states %q", s)
+		}
+		if out := cli(t, db.URL, "delete", "--state", "cancelled", "--dry-run").ok(t); out != "would delete 2 jobs\n" {
+			t.Fatalf("delete --dry-run: %q", out)
+		}
+		cli(t, db.URL, "delete", "--queue", "a").fails(t, exitUsage, "refusing to delete 2 done or dead or cancelled jobs")
+		if out := cli(t, db.URL, "delete", "--queue", "a", "--yes").ok(t); out != "deleted 2 jobs\n" {
+			t.Fatalf("delete --yes: %q", out)
+		}
+		if s := states(t, db); s != "queued" {
+			t.Fatalf("states %q, want the queued job of b only", s)
+		}
+		cli(t, db.URL, "delete", "3").fails(t, exitNotFound, "none of the jobs [3] is done or dead or cancelled")
+	})
+
+	t.Run("BadInputIsUsage", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		cli(t, db.URL, "retry", "--state", "queued").fails(t, exitUsage, "--state may only hold dead, cancelled")
+		cli(t, db.URL, "cancel", "x").fails(t, exitUsage, "job ID must be an integer")
+		cli(t, db.URL, "delete", "1", "--queue", "a").fails(t, exitUsage, "not both")
+	})
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// listedJob is one row of jobs_list, and its -o json form.
+type listedJob struct {
+	ID             int64      `json:"id"`
+	Queue          string     `json:"queue"`
+	Kind           string     `json:"kind"`
+	State          string     `json:"state"`
+	Priority       int32      `json:"priority"`
+	Attempts       int32      `json:"attempts"`
+	MaxAttempts    int32      `json:"max_attempts"`
+	RunAt          time.Time  `json:"run_at"`
+	CreatedAt      time.Time  `json:"created_at"`
+	StartedAt      *time.Time `json:"started_at"`
+	FinishedAt     *time.Time `json:"finished_at"`
+	LeaseHolder    *string    `json:"lease_holder"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	UniqueKey      *string    `json:"unique_key"`
+	ConcurrencyKey *string    `json:"concurrency_key"`
+	LastError      *string    `json:"last_error"`
+}
+
+// listJobs reads one page of jobs_list. state, queue and kind are "" for any.
+func listJobs(ctx context.Context, conn *pgx.Conn, state, queue, kind string, limit int, before int64) ([]listedJob, error) {
+	var beforeID *int64
+	if before > 0 {
+		beforeID = &before
+	}
+	rows, err := conn.Query(ctx, `
+		SELECT id, queue, kind, state::text, priority, attempts, max_attempts, run_at, created_at, started_at,
+		       finished_at, lease_holder, lease_expires_at, unique_key, concurrency_key, last_error
+		FROM jobs_list(state => $1::jobs_state, queue => $2, kind => $3, max_jobs => $4, before_id => $5)`,
+		nullIfEmpty(state), nullIfEmpty(queue), nullIfEmpty(kind), limit, beforeID)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list jobs: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (listedJob, error) {
+		var j listedJob
+		err := r.Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &j.Priority, &j.Attempts, &j.MaxAttempts, &j.RunAt,
+			&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseHolder, &j.LeaseExpiresAt, &j.UniqueKey,
+			&j.ConcurrencyKey, &j.LastError)
+		j.RunAt, j.CreatedAt = j.RunAt.UTC(), j.CreatedAt.UTC()
+		j.StartedAt, j.FinishedAt, j.LeaseExpiresAt = utc(j.StartedAt), utc(j.FinishedAt), utc(j.LeaseExpiresAt)
+		return j, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to list jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+var listCommand = &command{
+	name:     "list",
+	synopsis: "[--state S] [--queue Q] [--kind K] [--limit N] [--after ID] [flags]",
+	summary:  "list jobs, newest first, one page at a time (jobs_list)",
+	help: `Lists the jobs matching every filter given, newest (highest id) first, at most --limit of
+them. Keyset paging: when the page is full, the next one is --after the last id shown (the
+table output says so on stderr). Cheap with millions of done jobs when --state is given.
+The last error is cut to one line; 'skiplock show ID' prints it in full.
+
+  skiplock list --state dead --queue mail
+  skiplock list --state dead --queue mail --after 1234
+
+Output (-o json): {"jobs": [JOB...], "next_after": ID or null}, each JOB with id, queue,
+kind, state, priority, attempts, max_attempts, run_at, created_at, started_at, finished_at,
+lease_holder, lease_expires_at, unique_key, concurrency_key, last_error (null when unset).
+next_after is the --after of the next page, null on the last page.
+`,
+	db:     true,
+	output: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *call) error {
+		state := fs.String("state", "", "only jobs in this state: queued, running, done, dead or cancelled")
+		queue := fs.String("queue", "", "only jobs of this queue")
+		kind := fs.String("kind", "", "only jobs of this kind")
+		limit := fs.Int("limit", 50, "page size, 1 to 1000")
+		after := fs.Int64("after", 0, "only jobs with a smaller id: the last id of the previous page")
+		return func(ctx context.Context, c *call) error {
+			if len(c.args) > 0 {
+				return usageErrorf("list: unexpected argument %q", c.args[0])
+			}
+			if err := checkInt32("list", "limit", *limit); err != nil {
+				return err
+			}
+			jobs, err := listJobs(ctx, c.conn, *state, *queue, *kind, *limit, *after)
+			if err != nil {
+				return err
+			}
+			var next *int64
+			if len(jobs) == *limit {
+				next = &jobs[len(jobs)-1].ID
+			}
+			if c.format == outputJSON {
+				if jobs == nil {
+					jobs = []listedJob{}
+				}
+				return writeJSON(c.stdout, struct {
+					Jobs      []listedJob `json:"jobs"`
+					NextAfter *int64      `json:"next_after"`
+				}{jobs, next})
+			}
+			tw := newTable(c.stdout)
+			fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATE\tATTEMPTS\tRUN AT\tFINISHED AT\tLEASE HOLDER\tLAST ERROR")
+			for _, j := range jobs {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", j.ID, cell(j.Queue, 30), cell(j.Kind, 30),
+					j.State, j.Attempts, j.MaxAttempts, cell(j.RunAt, 0), cell(j.FinishedAt, 0), cell(j.LeaseHolder, 20),
+					cell(j.LastError, 60))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if next != nil {
+				fmt.Fprintf(c.stderr, "more: add --after %d for the next page\n", *next)
+			}
+			return nil
+		}
+	},
+}
+
+// inspectedJob is the row of jobs_inspect, and show's -o json form.
+type inspectedJob struct {
+	listedJob
+	Payload json.RawMessage `json:"payload"`
+	Errors  []attemptError  `json:"errors"`
+}
+
+// attemptError is one element of a job's error history.
+type attemptError struct {
+	Attempt int32     `json:"attempt"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+	Worker  *string   `json:"worker"`
+}
+
+var showCommand = &command{
+	name:     "show",
+	synopsis: "ID [flags]",
+	summary:  "print one job in full: payload, attempts and their errors, lease, timestamps (jobs_inspect)",
+	help: `Prints everything about one job: queue, kind, state, attempts, the payload, the error of
+every failed attempt (when, by which worker), the lease holder and expiry of a running job,
+its keys and timestamps. Exit code 3 when there is no such job (never created, or pruned).
+
+Output (-o json): the fields of 'skiplock list' plus payload (the JSON as stored) and errors,
+a list of {attempt, at, error, worker}.
+`,
+	db:     true,
+	output: true,
+	setup: func(_ *flag.FlagSet) func(context.Context, *call) error {
+		return func(ctx context.Context, c *call) error {
+			if len(c.args) != 1 {
+				return usageErrorf("show: want one job ID, got %d arguments", len(c.args))
+			}
+			id, err := strconv.ParseInt(c.args[0], 10, 64)
+			if err != nil {
+				return usageErrorf("show: ID must be an integer, got %q", c.args[0])
+			}
+			var (
+				j         inspectedJob
+				errorsRaw []byte
+			)
+			err = c.conn.QueryRow(ctx, `
+				SELECT id, queue, kind, state::text, priority, attempts, max_attempts, run_at, created_at, started_at,
+				       finished_at, lease_holder, lease_expires_at, unique_key, concurrency_key, last_error,
+				       payload, errors
+				FROM jobs_inspect($1)`, id).Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &j.Priority, &j.Attempts,
+				&j.MaxAttempts, &j.RunAt, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseHolder, &j.LeaseExpiresAt,
+				&j.UniqueKey, &j.ConcurrencyKey, &j.LastError, &j.Payload, &errorsRaw)
+			if err == pgx.ErrNoRows {
+				return notFoundErrorf("show: no job %d", id)
+			}
+			if err != nil {
+				return fmt.Errorf("failed to read job %d: %w", id, err)
+			}
+			if err := json.Unmarshal(errorsRaw, &j.Errors); err != nil {
+				return fmt.Errorf("failed to decode the error history of job %d: %w", id, err)
+			}
+			j.RunAt, j.CreatedAt = j.RunAt.UTC(), j.CreatedAt.UTC()
+			j.StartedAt, j.FinishedAt, j.LeaseExpiresAt = utc(j.StartedAt), utc(j.FinishedAt), utc(j.LeaseExpiresAt)
+			for i := range j.Errors {
+				j.Errors[i].At = j.Errors[i].At.UTC()
+			}
+			if c.format == outputJSON {
+				return writeJSON(c.stdout, j)
+			}
+			return printJob(c, &j)
+		}
+	},
+}
+
+func printJob(c *call, j *inspectedJob) error {
+	tw := newTable(c.stdout)
+	for _, row := range [][2]string{
+		{"id", fmt.Sprint(j.ID)},
+		{"queue", cell(j.Queue, 0)},
+		{"kind", cell(j.Kind, 0)},
+		{"state", j.State},
+		{"priority", fmt.Sprint(j.Priority)},
+		{"attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts)},
+		{"run at", cell(j.RunAt, 0)},
+		{"created at", cell(j.CreatedAt, 0)},
+		{"started at", cell(j.StartedAt, 0)},
+		{"finished at", cell(j.FinishedAt, 0)},
+		{"lease holder", cell(j.LeaseHolder, 0)},
+		{"lease expires at", cell(j.LeaseExpiresAt, 0)},
+		{"unique key", cell(j.UniqueKey, 0)},
+		{"concurrency key", cell(j.ConcurrencyKey, 0)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var pretty []byte
+	if p, err := json.MarshalIndent(j.Payload, "", "  "); err == nil {
+		pretty = p
+	} else {
+		pretty = j.Payload
+	}
+	fmt.Fprintf(c.stdout, "payload:\n%s\n", pretty)
+	if len(j.Errors) == 0 {
+		_, err := fmt.Fprintln(c.stdout, "errors: none")
+		return err
+	}
+	fmt.Fprintln(c.stdout, "errors:")
+	for _, e := range j.Errors {
+		fmt.Fprintf(c.stdout, "  attempt %d at %s by %s:\n    %s\n", e.Attempt, cell(e.At, 0), cell(e.Worker, 0),
+			strings.ReplaceAll(printable(e.Error), "\n", "\n    "))
+	}
+	return nil
+}

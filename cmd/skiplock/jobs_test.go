@@ -1,0 +1,213 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiplock/skiplock/tests/pgtest"
+)
+
+func TestEnqueue(t *testing.T) {
+	t.Parallel()
+
+	t.Run("PrintsTheIDWithEveryFlag", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		out := cli(t, db.URL, "enqueue", "email", `{"to": "a@example.com"}`, "--queue", "mail", "--priority", "-3",
+			"--max-attempts", "2", "--unique-key", "u1", "--concurrency-key", "c1", "--in", "1h").ok(t)
+		if out != "1\n" {
+			t.Fatalf("stdout %q, want the id 1", out)
+		}
+		var queue, payload, unique, conc string
+		var prio, maxAttempts int32
+		var inAnHour bool
+		err := db.Conn.QueryRow(t.Context(), `
+			SELECT queue, payload::text, priority, max_attempts, unique_key, concurrency_key,
+			       run_at BETWEEN now() + interval '59 minutes' AND now() + interval '61 minutes'
+			FROM jobs WHERE id = 1`).Scan(&queue, &payload, &prio, &maxAttempts, &unique, &conc, &inAnHour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if queue != "mail" || payload != `{"to": "a@example.com"}` || prio != -3 || maxAttempts != 2 || unique != "u1" ||
+			conc != "c1" || !inAnHour {
+			t.Fatalf("job = %s %s %d %d %s %s in an hour: %v", queue, payload, prio, maxAttempts, unique, conc, inAnHour)
+		}
+		// The same unique key again gives the live job's id.
+		var got map[string]int64
+		cli(t, db.URL, "enqueue", "email", "--queue", "mail", "--unique-key", "u1", "-o", "json").decode(t, &got)
+		if got["id"] != 1 {
+			t.Fatalf("enqueue with a held unique key = %v, want id 1", got)
+		}
+	})
+
+	t.Run("PayloadFromStdinAndRunAt", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		r := cliWith(t, t.Context(), cliOpts{databaseURL: &db.URL, stdin: `{"from": "stdin"}`},
+			"enqueue", "resize", "-", "--run-at", "2030-01-02T03:04:05Z")
+		r.ok(t)
+		if p := pgtest.QueryOne[string](t, db.Conn, "SELECT payload->>'from' FROM jobs"); p != "stdin" {
+			t.Fatalf("payload from stdin: %q", p)
+		}
+		if at := pgtest.QueryOne[time.Time](t, db.Conn, "SELECT run_at FROM jobs"); !at.Equal(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)) {
+			t.Fatalf("run_at %v", at)
+		}
+	})
+
+	t.Run("BadInputIsUsage", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		cli(t, db.URL, "enqueue").fails(t, exitUsage, "want KIND")
+		cli(t, db.URL, "enqueue", "k", "{not json").fails(t, exitUsage, "invalid input syntax for type json")
+		cli(t, db.URL, "enqueue", "k", "--max-attempts", "0").fails(t, exitUsage, "jobs_enqueue: max_attempts must be at least 1")
+		cli(t, db.URL, "enqueue", "k", "--in", "1m", "--run-at", "2030-01-01T00:00:00Z").fails(t, exitUsage, "exclude each other")
+		cli(t, db.URL, "enqueue", "k", "--priority", "3000000000").fails(t, exitUsage, "--priority must be a 32-bit integer")
+		cli(t, db.URL, "enqueue", "k", "--nope").fails(t, exitUsage, "flag provided but not defined: -nope")
+		if n := pgtest.QueryOne[int64](t, db.Conn, "SELECT count(*) FROM jobs"); n != 0 {
+			t.Fatalf("%d jobs after refused enqueues", n)
+		}
+	})
+}
+
+// deadJob enqueues a job with one attempt on queue and fails it to dead with message.
+func deadJob(t *testing.T, db *pgtest.TestDB, queue, kind, message string) int64 {
+	t.Helper()
+	id := pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue($1, queue => $2, max_attempts => 1)", kind, queue)
+	attempt := pgtest.QueryOne[int32](t, db.Conn, "SELECT attempt FROM jobs_claim('worker-1', 1, ARRAY[$1], '1 hour')", queue)
+	pgtest.MustExec(t, db.Conn, "SELECT jobs_fail($1, $2, $3)", id, attempt, message)
+	return id
+}
+
+func TestList(t *testing.T) {
+	t.Parallel()
+
+	t.Run("FiltersAndJSONFields", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		dead := deadJob(t, db, "mail", "email", "SMTP 550\nmailbox unavailable")
+		cli(t, db.URL, "enqueue", "email", "--queue", "mail").ok(t)
+		cli(t, db.URL, "enqueue", "resize", "--queue", "images").ok(t)
+
+		var page struct {
+			Jobs      []map[string]any `json:"jobs"`
+			NextAfter *int64           `json:"next_after"`
+		}
+		cli(t, db.URL, "list", "--state", "dead", "-o", "json").decode(t, &page)
+		if len(page.Jobs) != 1 || page.NextAfter != nil {
+			t.Fatalf("list --state dead = %+v, want one job and no next page", page)
+		}
+		j := page.Jobs[0]
+		for _, field := range []string{"id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "run_at",
+			"created_at", "started_at", "finished_at", "lease_holder", "lease_expires_at", "unique_key",
+			"concurrency_key", "last_error"} {
+			if _, ok := j[field]; !ok {
+				t.Errorf("list -o json: job has no field %q: %v", field, j)
+			}
+		}
+		if j["id"] != float64(dead) || j["last_error"] != "SMTP 550\nmailbox unavailable" || j["lease_holder"] != "worker-1" {
+			t.Fatalf("dead job = %v", j)
+		}
+
+		out := cli(t, db.URL, "list", "--queue", "mail").ok(t)
+		if !strings.Contains(out, "SMTP 550 mailbox unavailable") || strings.Contains(out, "images") ||
+			strings.Count(out, "\n") != 3 {
+			t.Fatalf("list --queue mail (a header, two jobs, the error on one line):\n%s", out)
+		}
+		if out := cli(t, db.URL, "list", "--kind", "nope").ok(t); strings.Count(out, "\n") != 1 {
+			t.Fatalf("list --kind nope printed more than the header:\n%s", out)
+		}
+	})
+
+	t.Run("KeysetPaging", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		pgtest.MustExec(t, db.Conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[5]))")
+		var seen []int64
+		after := ""
+		for range 4 {
+			args := []string{"list", "--limit", "2", "-o", "json"}
+			if after != "" {
+				args = append(args, "--after", after)
+			}
+			var page struct {
+				Jobs []struct {
+					ID int64 `json:"id"`
+				} `json:"jobs"`
+				NextAfter *int64 `json:"next_after"`
+			}
+			cli(t, db.URL, args...).decode(t, &page)
+			for _, j := range page.Jobs {
+				seen = append(seen, j.ID)
+			}
+			if page.NextAfter == nil {
+				break
+			}
+			after = fmt.Sprint(*page.NextAfter)
+		}
+		if fmt.Sprint(seen) != "[5 4 3 2 1]" {
+			t.Fatalf("pages gave %v, want 5 down to 1", seen)
+		}
+		r := cli(t, db.URL, "list", "--limit", "2")
+		if r.ok(t); !strings.Contains(r.stderr, "--after 4") {
+			t.Fatalf("a full table page does not say how to get the next: %q", r.stderr)
+		}
+	})
+
+	t.Run("BadInputIsUsage", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		cli(t, db.URL, "list", "--state", "bogus").fails(t, exitUsage, `invalid input value for enum jobs_state: "bogus"`)
+		cli(t, db.URL, "list", "--limit", "1001").fails(t, exitUsage, "jobs_list: max_jobs must be between 1 and 1000")
+		cli(t, db.URL, "list", "extra").fails(t, exitUsage, `unexpected argument "extra"`)
+		cli(t, db.URL, "list", "-o", "yaml").fails(t, exitUsage, "must be table or json")
+	})
+}
+
+func TestShow(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	id := pgtest.QueryOne[int64](t, db.Conn, `SELECT jobs_enqueue('email', '{"to": "a@example.com"}', max_attempts => 3)`)
+	attempt := pgtest.QueryOne[int32](t, db.Conn, "SELECT attempt FROM jobs_claim('worker-1', 1, NULL, '1 hour')")
+	pgtest.MustExec(t, db.Conn, "SELECT jobs_fail($1, $2, 'timeout', now())", id, attempt)
+	pgtest.MustExec(t, db.Conn, "SELECT jobs_claim('worker-2', 1, NULL, '1 hour')")
+
+	out := cli(t, db.URL, "show", fmt.Sprint(id)).ok(t)
+	for _, want := range []string{"state:             running", "attempts:          2 of 3", "lease holder:      worker-2",
+		`"to": "a@example.com"`, "attempt 1 at ", "by worker-1:\n    timeout"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show does not print %q:\n%s", want, out)
+		}
+	}
+	var j struct {
+		Payload        map[string]string `json:"payload"`
+		LeaseHolder    string            `json:"lease_holder"`
+		LeaseExpiresAt *time.Time        `json:"lease_expires_at"`
+		Errors         []struct {
+			Attempt int32     `json:"attempt"`
+			At      time.Time `json:"at"`
+			Error   string    `json:"error"`
+			Worker  string    `json:"worker"`
+		} `json:"errors"`
+	}
+	cli(t, db.URL, "show", fmt.Sprint(id), "-o", "json").decode(t, &j)
+	if j.Payload["to"] != "a@example.com" || j.LeaseHolder != "worker-2" || j.LeaseExpiresAt == nil ||
+		len(j.Errors) != 1 || j.Errors[0].Error != "timeout" || j.Errors[0].Worker != "worker-1" || j.Errors[0].At.IsZero() {
+		t.Fatalf("show -o json = %+v", j)
+	}
+
+	// A worker's error cannot drive the operator's terminal.
+	evil := deadJob(t, db, "evil", "k", "\x1b[2Jcleared\nsecond line")
+	out = cli(t, db.URL, "show", fmt.Sprint(evil)).ok(t)
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, `\x1b[2Jcleared`+"\n    second line") {
+		t.Fatalf("show prints a control character raw:\n%q", out)
+	}
+	if out := cli(t, db.URL, "list", "--queue", "evil").ok(t); strings.Contains(out, "\x1b") || !strings.Contains(out, `\x1b[2Jcleared second line`) {
+		t.Fatalf("list prints a control character raw:\n%q", out)
+	}
+
+	cli(t, db.URL, "show", "999").fails(t, exitNotFound, "no job 999")
+	cli(t, db.URL, "show", "x").fails(t, exitUsage, "ID must be an integer")
+	cli(t, db.URL, "show").fails(t, exitUsage, "want one job ID")
+}
