@@ -3,6 +3,7 @@
 //	skiplock migrate [--database-url URL] [--schema NAME]   apply migrations up to the latest (idempotent)
 //	skiplock sql [--schema NAME] [--from N]                  print the install SQL for psql or other tools
 //	skiplock stats [--database-url URL] [--schema NAME]      print jobs_stats()
+//	skiplock ui [--addr 127.0.0.1:8080] [--read-only]        serve the web dashboard (package ui)
 //
 // The database URL defaults to $DATABASE_URL.
 package main
@@ -30,6 +31,7 @@ commands:
   migrate   apply skiplock's migrations to the latest version (idempotent)
   sql       print the complete install SQL (for psql or another migration tool)
   stats     print job counts per queue and state (jobs_stats)
+  ui        serve the web dashboard, /metrics and /healthz
 
 Run 'skiplock <command> -h' for the flags of a command.
 `
@@ -106,6 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		_, err = io.WriteString(stdout, script)
 		return err
+	case "ui":
+		return runUI(ctx, args, stdout, stderr, nil)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
