@@ -48,5 +48,8 @@
 {{ template "functions/jobs_schedule.sql" . }}
 {{ template "functions/jobs_unschedule.sql" . }}
 {{ template "functions/jobs_schedule_tick.sql" . }}
+{{ template "functions/jobs_schedule_run.sql" . }}
+{{ template "functions/jobs_schedule_set_enabled.sql" . }}
+{{ template "functions/jobs_list.sql" . }}
 
 {{ template "grants.sql" . }}

@@ -19,6 +19,33 @@ CREATE TYPE skiplock.jobs_claimed AS (
 	created_at timestamp with time zone
 );
 
+CREATE TYPE skiplock.jobs_state AS ENUM (
+    'queued',
+    'running',
+    'done',
+    'dead',
+    'cancelled'
+);
+
+CREATE TYPE skiplock.jobs_listed AS (
+	id bigint,
+	queue text,
+	kind text,
+	state skiplock.jobs_state,
+	priority integer,
+	attempts integer,
+	max_attempts integer,
+	run_at timestamp with time zone,
+	created_at timestamp with time zone,
+	started_at timestamp with time zone,
+	finished_at timestamp with time zone,
+	lease_holder text,
+	lease_expires_at timestamp with time zone,
+	unique_key text,
+	concurrency_key text,
+	last_error text
+);
+
 CREATE TYPE skiplock.jobs_maintenance AS (
 	ran boolean,
 	requeued integer,
@@ -44,14 +71,6 @@ CREATE TYPE skiplock.jobs_queue_metrics AS (
 	per_key integer,
 	max_starts integer,
 	per interval
-);
-
-CREATE TYPE skiplock.jobs_state AS ENUM (
-    'queued',
-    'running',
-    'done',
-    'dead',
-    'cancelled'
 );
 
 CREATE TYPE skiplock.jobs_queue_stats AS (
@@ -1585,6 +1604,38 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) IS 'skiplock: jobs_heartbeat for many (id, attempt) pairs without waiting for row locks; returns (id, extended) for the jobs still held.';
 
+CREATE FUNCTION skiplock.jobs_list(state skiplock.jobs_state DEFAULT NULL::skiplock.jobs_state, queue text DEFAULT NULL::text, kind text DEFAULT NULL::text, max_jobs integer DEFAULT 50, before_id bigint DEFAULT NULL::bigint) RETURNS SETOF skiplock.jobs_listed
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_list.max_jobs IS NULL OR jobs_list.max_jobs < 1 OR jobs_list.max_jobs > 1000 THEN
+        PERFORM _jobs_invalid('jobs_list', 'max_jobs', 'must be between 1 and 1000');
+    END IF;
+
+    -- With custom plans every argument is a constant: "NULL IS NULL OR ..." folds away, and
+    -- j.state = 'dead' proves the predicate of jobs_dead_cancelled_idx. The lease test is
+    -- true exactly for running jobs (jobs_lease_valid); spelled out for state 'running', it
+    -- lets jobs_running_lease_idx (WHERE lease_expires_at IS NOT NULL) serve.
+    RETURN QUERY
+    SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
+           j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
+           j.unique_key, j.concurrency_key, j.last_error
+    FROM jobs j
+    WHERE (jobs_list.state IS NULL OR j.state = jobs_list.state)
+      AND (jobs_list.state IS DISTINCT FROM 'running' OR j.lease_expires_at IS NOT NULL)
+      AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)
+      AND (jobs_list.kind IS NULL OR j.kind = jobs_list.kind)
+      AND (jobs_list.before_id IS NULL OR j.id < jobs_list.before_id)
+    ORDER BY j.id DESC
+    LIMIT jobs_list.max_jobs;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_list(state skiplock.jobs_state, queue text, kind text, max_jobs integer, before_id bigint) IS 'skiplock: one page of jobs (no payload), newest first, filtered by state, queue and kind; keyset paging with before_id.';
+
 CREATE FUNCTION skiplock.jobs_maintain(max_jobs integer DEFAULT 10000) RETURNS skiplock.jobs_maintenance
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -2145,6 +2196,72 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_schedule(name text, cron text, kind text, payload jsonb, queue text, timezone text, priority integer, max_attempts integer, enabled boolean) IS 'skiplock: creates or updates a named cron schedule and returns its next run time; the same arguments again change nothing.';
 
+CREATE FUNCTION skiplock.jobs_schedule_run(name text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_schedule record;
+BEGIN
+    IF jobs_schedule_run.name IS NULL THEN
+        PERFORM _jobs_invalid('jobs_schedule_run', 'name', 'must not be NULL');
+    END IF;
+
+    SELECT s.kind, s.payload, s.queue, s.priority, s.max_attempts INTO v_schedule
+    FROM jobs_schedules s
+    WHERE s.name = jobs_schedule_run.name
+    FOR KEY SHARE;
+    IF NOT FOUND THEN
+        PERFORM _jobs_invalid('jobs_schedule_run', 'name', format('%L is not a schedule', jobs_schedule_run.name));
+    END IF;
+
+    RETURN jobs_enqueue(v_schedule.kind, v_schedule.payload, v_schedule.queue, now(),
+                        v_schedule.priority, v_schedule.max_attempts);
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_schedule_run(name text) IS 'skiplock: enqueues one job from a schedule now, leaving its next and last run alone; returns the job id.';
+
+CREATE FUNCTION skiplock.jobs_schedule_set_enabled(name text, enabled boolean) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_schedule_set_enabled.name IS NULL THEN
+        PERFORM _jobs_invalid('jobs_schedule_set_enabled', 'name', 'must not be NULL');
+    END IF;
+    IF jobs_schedule_set_enabled.enabled IS NULL THEN
+        PERFORM _jobs_invalid('jobs_schedule_set_enabled', 'enabled', 'must not be NULL');
+    END IF;
+
+    UPDATE jobs_schedules s
+    SET enabled     = jobs_schedule_set_enabled.enabled,
+        -- Later than last_run_at in both branches (jobs_schedules_next_after_last).
+        next_run_at = CASE
+            WHEN jobs_schedule_set_enabled.enabled
+            THEN _jobs_cron_next('jobs_schedule_set_enabled', s.cron, greatest(now(), s.last_run_at), s.timezone)
+            ELSE s.next_run_at
+        END,
+        updated_at  = now()
+    WHERE s.name = jobs_schedule_set_enabled.name
+      AND s.enabled <> jobs_schedule_set_enabled.enabled;
+    IF FOUND THEN
+        RETURN true;
+    END IF;
+
+    PERFORM FROM jobs_schedules s WHERE s.name = jobs_schedule_set_enabled.name;
+    IF NOT FOUND THEN
+        PERFORM _jobs_invalid('jobs_schedule_set_enabled', 'name',
+                              format('%L is not a schedule', jobs_schedule_set_enabled.name));
+    END IF;
+    RETURN false;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_schedule_set_enabled(name text, enabled boolean) IS 'skiplock: enables or disables a schedule; true when this call changed it. Re-enabling recomputes the next run from now.';
+
 CREATE FUNCTION skiplock.jobs_schedule_tick() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -2556,6 +2673,9 @@ GRANT ALL ON FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease 
 REVOKE ALL ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_heartbeat_many(ids bigint[], attempts integer[], lease interval) TO jobs_worker;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_list(state skiplock.jobs_state, queue text, kind text, max_jobs integer, before_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_list(state skiplock.jobs_state, queue text, kind text, max_jobs integer, before_id bigint) TO jobs_admin;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_maintain(max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_maintain(max_jobs integer) TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_maintain(max_jobs integer) TO jobs_admin;
@@ -2589,6 +2709,12 @@ GRANT ALL ON FUNCTION skiplock.jobs_retry_many(ids bigint[], queue text, kind te
 
 REVOKE ALL ON FUNCTION skiplock.jobs_schedule(name text, cron text, kind text, payload jsonb, queue text, timezone text, priority integer, max_attempts integer, enabled boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_schedule(name text, cron text, kind text, payload jsonb, queue text, timezone text, priority integer, max_attempts integer, enabled boolean) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_schedule_run(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_schedule_run(name text) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_schedule_set_enabled(name text, enabled boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_schedule_set_enabled(name text, enabled boolean) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_schedule_tick() FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_schedule_tick() TO jobs_worker;

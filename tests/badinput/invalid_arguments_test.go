@@ -183,6 +183,14 @@ func TestInvalidArguments(t *testing.T) {
 		{name: "ScheduleTimezoneUnknown", sql: "SELECT jobs_schedule('s', '* * * * *', 'k', timezone => 'Europe/Atlantis')", fn: "jobs_schedule", param: "timezone"},
 		{name: "ScheduleMaxAttemptsZero", sql: "SELECT jobs_schedule('s', '* * * * *', 'k', max_attempts => 0)", fn: "jobs_schedule", param: "max_attempts"},
 		{name: "ScheduleMaxAttemptsMinInt", sql: "SELECT jobs_schedule('s', '* * * * *', 'k', max_attempts => $1)", args: []any{int32(minInt32)}, fn: "jobs_schedule", param: "max_attempts"},
+		// jobs_list: a page is 1 to 1000 jobs; jobs_schedule_run and _set_enabled need a schedule.
+		{name: "ListMaxJobsZero", sql: "SELECT * FROM jobs_list(max_jobs => 0)", fn: "jobs_list", param: "max_jobs"},
+		{name: "ListMaxJobs1001", sql: "SELECT * FROM jobs_list(max_jobs => 1001)", fn: "jobs_list", param: "max_jobs"},
+		{name: "ListMaxJobsMinInt", sql: "SELECT * FROM jobs_list(max_jobs => $1)", args: []any{int32(minInt32)}, fn: "jobs_list", param: "max_jobs"},
+		{name: "ScheduleRunUnknown", sql: "SELECT jobs_schedule_run('s')", fn: "jobs_schedule_run", param: "name"},
+		{name: "ScheduleRunEmpty", sql: "SELECT jobs_schedule_run('')", fn: "jobs_schedule_run", param: "name"},
+		{name: "ScheduleRun10001Chars", sql: "SELECT jobs_schedule_run($1)", args: []any{long}, fn: "jobs_schedule_run", param: "name"},
+		{name: "ScheduleSetEnabledUnknown", sql: "SELECT jobs_schedule_set_enabled('s', true)", fn: "jobs_schedule_set_enabled", param: "name"},
 
 		// jobs_retry: documented 23505 when the job's unique_key is held by a live job.
 		{name: "RetryUniqueKeyHeldByLiveJob", sql: "SELECT jobs_retry(6)", code: "23505"},

@@ -93,6 +93,8 @@ func asPgError(err error) *pgconn.PgError {
 //	id 5  cancelled, queue 'cancelled'
 //	id 6  dead, queue 'u', unique_key 'dup'
 //	id 7  queued, queue 'u', unique_key 'dup' (so retrying job 6 violates the key)
+//
+// and one disabled schedule, 'fixed', for the schedule functions to aim at.
 type fixture struct {
 	*testBundle
 	before string // checksum of the finished fixture
@@ -118,6 +120,7 @@ func newFixture(t *testing.T) *fixture {
 		"SELECT * FROM jobs_claim('w', 1, ARRAY['u'])",
 		"SELECT jobs_fail(6, 1, 'boom')",
 		"SELECT jobs_enqueue('k', queue => 'u', unique_key => 'dup')",
+		"SELECT jobs_schedule('fixed', '0 3 * * *', 'k', queue => 'queued', enabled => false)",
 	} {
 		mustCall(t, c, sql)
 	}
@@ -291,6 +294,20 @@ var publicFuncs = []sqlFunc{
 	}},
 	{"jobs_unschedule", []sqlParam{
 		{name: "name", typ: "text", valid: "'s'"},
+	}},
+	{"jobs_schedule_run", []sqlParam{
+		{name: "name", typ: "text", valid: "'fixed'"},
+	}},
+	{"jobs_schedule_set_enabled", []sqlParam{
+		{name: "name", typ: "text", valid: "'fixed'"},
+		{name: "enabled", typ: "boolean", valid: "true"},
+	}},
+	{"jobs_list", []sqlParam{
+		{name: "state", typ: "jobs_state", valid: "'dead'", nullable: true},
+		{name: "queue", typ: "text", valid: "'dead'", nullable: true},
+		{name: "kind", typ: "text", valid: "'k'", nullable: true},
+		{name: "max_jobs", typ: "integer", valid: "10"},
+		{name: "before_id", typ: "bigint", valid: "5", nullable: true},
 	}},
 }
 
