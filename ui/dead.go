@@ -71,15 +71,15 @@ func parseBulk(form url.Values) (bulkRequest, error) {
 	for _, s := range form["id"] {
 		id, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || id < 1 {
-			return b, fmt.Errorf("id must be a job id, got %q", s)
+			return b, badInput("id must be a job id, got %q", s)
 		}
 		b.IDs = append(b.IDs, id)
 	}
 	if len(b.IDs) == 0 {
-		return b, fmt.Errorf("no job selected: tick the jobs to act on, or use the action on all matching jobs")
+		return b, badInput("no job selected: tick the jobs to act on, or use the action on all matching jobs")
 	}
 	if len(b.IDs) > bulkBatch {
-		return b, fmt.Errorf("at most %d jobs can be selected at once, got %d", bulkBatch, len(b.IDs))
+		return b, badInput("at most %d jobs can be selected at once, got %d", bulkBatch, len(b.IDs))
 	}
 	return b, nil
 }

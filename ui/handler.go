@@ -245,8 +245,11 @@ func (h *Handler) redirectBack(w http.ResponseWriter, r *http.Request, fallback,
 	q.Del("err")
 	if actionErr != nil {
 		var pgErr *pgconn.PgError
+		var inErr *inputError
 		if errors.As(actionErr, &pgErr) {
 			q.Set("err", pgErr.Message)
+		} else if errors.As(actionErr, &inErr) {
+			q.Set("err", inErr.Error())
 		} else {
 			h.log.Error("ui: action failed", "path", r.URL.Path, "error", actionErr)
 			q.Set("err", actionErr.Error())
@@ -257,3 +260,11 @@ func (h *Handler) redirectBack(w http.ResponseWriter, r *http.Request, fallback,
 	u.RawQuery = q.Encode()
 	http.Redirect(w, r, h.basePath+u.String(), http.StatusSeeOther)
 }
+
+// inputError is a form value the handler rejected before calling the database: shown to the
+// user, not logged.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+func badInput(format string, args ...any) error { return &inputError{fmt.Sprintf(format, args...)} }

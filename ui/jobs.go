@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -139,7 +140,7 @@ type jobListData struct {
 	Filter jobFilter
 	States []string
 	Jobs   []listedJob
-	Next   string // the next page's query string; "" on the last page
+	Next   template.URL // the next page's query string (url.Values-encoded); "" on the last page
 }
 
 // pageOf reads one page (PageSize jobs, asking for one more to know whether a next page
@@ -158,7 +159,7 @@ func (h *Handler) pageOf(ctx context.Context, f jobFilter) (jobListData, error) 
 		if q != "" {
 			q += "&"
 		}
-		d.Next = q + "before=" + strconv.FormatInt(next.Before, 10)
+		d.Next = template.URL(q + "before=" + strconv.FormatInt(next.Before, 10))
 	}
 	return d, nil
 }

@@ -171,7 +171,7 @@ func optionalInt(s, name string) (*int32, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("%s must be a whole number or empty (no limit), got %q", name, s)
+		return nil, badInput("%s must be a whole number or empty (no limit), got %q", name, s)
 	}
 	v := int32(n)
 	return &v, nil

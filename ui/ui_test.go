@@ -336,3 +336,35 @@ func TestDeadBulkActions(t *testing.T) {
 		}
 	})
 }
+
+func TestScheduleActions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	exec(t, b, `SELECT jobs_schedule('nightly', '0 3 * * *', 'report', queue => 'reports')`)
+	next := pgtest.QueryOne[string](t, b.db.Conn, `SELECT next_run_at::text FROM jobs_schedules`)
+
+	loc := b.mustPost(t, "/schedules/run", url.Values{"name": {"nightly"}})
+	if n := count(t, b, `SELECT count(*) FROM jobs WHERE kind = 'report' AND queue = 'reports' AND state = 'queued'`); n != 1 {
+		t.Fatalf("%d report jobs after run now, want 1", n)
+	}
+	if got := pgtest.QueryOne[string](t, b.db.Conn, `SELECT next_run_at::text FROM jobs_schedules`); got != next {
+		t.Errorf("run now moved next_run_at from %s to %s", next, got)
+	}
+	contains(t, "schedules after run now", b.mustGet(t, strings.TrimPrefix(loc, "")), "schedule nightly enqueued job")
+
+	b.mustPost(t, "/schedules/disable", url.Values{"name": {"nightly"}})
+	if pgtest.QueryOne[bool](t, b.db.Conn, `SELECT enabled FROM jobs_schedules`) {
+		t.Fatal("disable left the schedule enabled")
+	}
+	contains(t, "schedules", b.mustGet(t, "/schedules"), "Enable")
+	b.mustPost(t, "/schedules/enable", url.Values{"name": {"nightly"}})
+	if !pgtest.QueryOne[bool](t, b.db.Conn, `SELECT enabled FROM jobs_schedules`) {
+		t.Fatal("enable left the schedule disabled")
+	}
+
+	rec := b.post(t, "/schedules/run", url.Values{"name": {"nope"}}, true)
+	loc2, _ := url.Parse(rec.Header().Get("Location"))
+	if !strings.Contains(loc2.Query().Get("err"), "name") {
+		t.Fatalf("run of an unknown schedule: %q, want an error naming the parameter", loc2)
+	}
+}
