@@ -201,9 +201,13 @@ func formatDuration(d time.Duration) string {
 	case d < time.Minute:
 		return d.Round(100 * time.Millisecond).String()
 	case d < time.Hour:
-		return d.Round(time.Second).String()
+		d = d.Round(time.Second)
+		if d%time.Minute == 0 {
+			return fmt.Sprintf("%dm", d/time.Minute)
+		}
+		return d.String()
 	case d < 48*time.Hour:
-		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s") // 5h6m
 	default:
 		days := int(d / (24 * time.Hour))
 		return fmt.Sprintf("%dd%dh", days, int((d%(24*time.Hour))/time.Hour))

@@ -122,31 +122,36 @@ func (h *Handler) RunSampler(ctx context.Context, interval time.Duration) error 
 	}
 }
 
-// throughputSVG draws the last hour's rates as an inline SVG: created (blue) and finished
-// (green) jobs per minute against time.
+// throughputChart draws the rates as an inline SVG: created (blue) and finished (green) jobs
+// per minute against time. The time axis spans the last hour, or less while the process has
+// sampled for less (at least 10 seconds), so a fresh process shows what it has.
 func throughputChart(points []throughputPoint, now time.Time) string {
-	const w, hgt, left, bottom, top = 640.0, 160.0, 48.0, 20.0, 10.0
+	const w, hgt, left, bottom, top = 640.0, 160.0, 64.0, 20.0, 10.0
+	window := 10 * time.Second
+	if len(points) > 0 {
+		window = min(sampleWindow, max(window, now.Sub(points[0].at).Round(time.Second)))
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="jobs created and finished per minute, last hour">`, w, hgt, w, hgt)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="jobs created and finished per minute">`, w, hgt, w, hgt)
 	maxRate := 1.0
 	for _, p := range points {
 		maxRate = math.Max(maxRate, math.Max(p.created, p.finished))
 	}
-	plotW, plotH := w-left-8, hgt-bottom-top
+	plotW, plotH := w-left-12, hgt-bottom-top
 	x := func(t time.Time) float64 {
-		return left + plotW*(1-now.Sub(t).Seconds()/sampleWindow.Seconds())
+		return left + plotW*(1-now.Sub(t).Seconds()/window.Seconds())
 	}
 	y := func(v float64) float64 { return top + plotH*(1-v/maxRate) }
 	fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="#fafafa" stroke="#ccc"/>`, left, top, plotW, plotH)
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="10" text-anchor="end">%s</text>`, left-4, top+8, formatRate(maxRate))
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="10" text-anchor="end">0</text>`, left-4, top+plotH)
-	for _, m := range []int{60, 45, 30, 15, 0} {
-		tx := x(now.Add(-time.Duration(m) * time.Minute))
-		label := fmt.Sprintf("-%dm", m)
-		if m == 0 {
-			label = "now"
+	for i := 4; i >= 0; i-- {
+		ago := window * time.Duration(i) / 4
+		label := "now"
+		if i > 0 {
+			label = "-" + formatDuration(ago.Round(time.Second))
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10" text-anchor="middle">%s</text>`, tx, hgt-5, label)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10" text-anchor="middle">%s</text>`, x(now.Add(-ago)), hgt-5, label)
 	}
 	line := func(color string, v func(throughputPoint) float64) {
 		if len(points) == 0 {
