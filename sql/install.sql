@@ -51,5 +51,6 @@
 {{ template "functions/jobs_schedule_run.sql" . }}
 {{ template "functions/jobs_schedule_set_enabled.sql" . }}
 {{ template "functions/jobs_list.sql" . }}
+{{ template "functions/jobs_inspect.sql" . }}
 
 {{ template "grants.sql" . }}

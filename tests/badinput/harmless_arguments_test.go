@@ -53,6 +53,8 @@ func TestHarmlessArguments(t *testing.T) {
 		{"UnscheduleUnknownName", "SELECT jobs_unschedule('no such schedule')", nil, "[[false]]"},
 		{"UnscheduleEmptyName", "SELECT jobs_unschedule('')", nil, "[[false]]"},
 		{"ScheduleSetEnabledUnchanged", "SELECT jobs_schedule_set_enabled('fixed', false)", nil, "[[false]]"},
+		{"InspectMaxInt64ID", "SELECT id FROM jobs_inspect($1)", []any{int64(maxInt64)}, "[]"},
+		{"InspectNegativeID", "SELECT id FROM jobs_inspect(-1)", nil, "[]"},
 		{"ListBeforeIDZero", "SELECT id FROM jobs_list(before_id => 0)", nil, "[]"},
 		{"ListBeforeIDMinInt64", "SELECT id FROM jobs_list(before_id => -9223372036854775808)", nil, "[]"},
 		{"ListUnknownQueueAndKind", "SELECT id FROM jobs_list(queue => '', kind => '')", nil, "[]"},

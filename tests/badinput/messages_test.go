@@ -153,6 +153,7 @@ func TestInvalidArgumentMessages(t *testing.T) {
 		{`SELECT jobs_schedule_set_enabled(NULL, true)`, `jobs_schedule_set_enabled: name must not be NULL`},
 		{`SELECT jobs_schedule_set_enabled('fixed', NULL)`, `jobs_schedule_set_enabled: enabled must not be NULL`},
 		{`SELECT jobs_schedule_set_enabled('it''s', false)`, `jobs_schedule_set_enabled: name 'it''s' is not a schedule`},
+		{`SELECT * FROM jobs_inspect(NULL)`, `jobs_inspect: id must not be NULL`},
 		{`SELECT * FROM jobs_list(max_jobs => 0)`, `jobs_list: max_jobs must be between 1 and 1000`},
 		{`SELECT * FROM jobs_list(max_jobs => 1001)`, `jobs_list: max_jobs must be between 1 and 1000`},
 		{`SELECT * FROM jobs_list(max_jobs => NULL)`, `jobs_list: max_jobs must be between 1 and 1000`},

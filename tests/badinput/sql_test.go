@@ -302,6 +302,9 @@ var publicFuncs = []sqlFunc{
 		{name: "name", typ: "text", valid: "'fixed'"},
 		{name: "enabled", typ: "boolean", valid: "true"},
 	}},
+	{"jobs_inspect", []sqlParam{
+		{name: "id", typ: "bigint", valid: "1"},
+	}},
 	{"jobs_list", []sqlParam{
 		{name: "state", typ: "jobs_state", valid: "'dead'", nullable: true},
 		{name: "queue", typ: "text", valid: "'dead'", nullable: true},

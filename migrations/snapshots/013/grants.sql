@@ -7,7 +7,7 @@
 --                  jobs_settings; pauses and resumes queues, sets their concurrency and rate
 --                  limits, reads jobs_queues; manages schedules (jobs_schedule,
 --                  jobs_unschedule, jobs_schedule_set_enabled, jobs_schedule_run) and reads
---                  jobs_schedules; lists jobs (jobs_list)
+--                  jobs_schedules; lists jobs (jobs_list) and reads one in full (jobs_inspect)
 --
 -- The functions are SECURITY DEFINER and PUBLIC may execute none of them, so these grants are
 -- the only way in: no role needs privileges on the tables. Application logins get a role with
@@ -103,7 +103,8 @@ BEGIN
             ('jobs_schedule_tick()',                                                                    '{jobs_worker, jobs_admin}'),
             ('jobs_schedule_run(text)',                                                                 '{jobs_admin}'),
             ('jobs_schedule_set_enabled(text, boolean)',                                                '{jobs_admin}'),
-            ('jobs_list(jobs_state, text, text, integer, bigint)',                                      '{jobs_admin}')
+            ('jobs_list(jobs_state, text, text, integer, bigint)',                                      '{jobs_admin}'),
+            ('jobs_inspect(bigint)',                                                                    '{jobs_admin}')
         ) AS f(signature, roles)
     LOOP
         IF v_function.oid IS NULL THEN

@@ -1,7 +1,7 @@
--- Operator tools: the examples of docs/sql-api.md's jobs_list, jobs_schedule_set_enabled and
--- jobs_schedule_run sections, replayed in order as one psql session in a fresh database, so
--- job ids start at 1 as the doc shows. Where the doc shows timestamps, this file prints
--- booleans instead (a "doc:" comment quotes the doc's statement).
+-- Operator tools: the examples of docs/sql-api.md's jobs_list, jobs_inspect,
+-- jobs_schedule_set_enabled and jobs_schedule_run sections, replayed in order as one psql
+-- session in a fresh database, so job ids start at 1 as the doc shows. Where the doc shows
+-- timestamps, this file prints booleans instead (a "doc:" comment quotes the doc's statement).
 \set VERBOSITY terse
 
 -- ex: list
@@ -19,6 +19,13 @@ SELECT id FROM jobs_list(max_jobs => 2, before_id => 4);
 SELECT id FROM jobs_list(max_jobs => 2, before_id => 2);
 -- ex: list-error
 SELECT * FROM jobs_list(max_jobs => 5000);
+
+-- ex: inspect
+-- doc: SELECT id, kind, payload, state, attempts, errors, lease_holder, finished_at FROM jobs_inspect(1);
+SELECT id, kind, payload, state, attempts, (SELECT jsonb_agg(e - 'at') FROM jsonb_array_elements(errors) e) AS errors,
+       lease_holder, finished_at IS NOT NULL AS finished
+FROM jobs_inspect(1);
+SELECT count(*) FROM jobs_inspect(999);
 
 -- ex: set-enabled
 SELECT jobs_schedule('nightly-report', '30 2 * * *', 'report', '{"format":"pdf"}') IS NOT NULL AS scheduled;
