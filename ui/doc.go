@@ -4,7 +4,7 @@
 // schedules.
 //
 // Every page and action is a call of one of skiplock's SQL functions (jobs_metrics, jobs_list,
-// jobs_get, jobs_retry_many, jobs_delete_many, jobs_pause, jobs_resume, jobs_set_concurrency,
+// jobs_inspect, jobs_retry_many, jobs_delete_many, jobs_pause, jobs_resume, jobs_set_concurrency,
 // jobs_set_rate_limit, jobs_schedule_run, jobs_schedule_set_enabled) or a SELECT on
 // jobs_schedules, so the role the handler connects as needs no more than jobs_admin (see
 // docs/security.md). There is no queue logic in Go.

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5"
 )
 
 // attemptError is one entry of a job's error history (the errors column).
@@ -30,45 +30,37 @@ type timelineEvent struct {
 
 type jobDetailData struct {
 	Job      listedJob
-	Payload  string         // indented JSON; "" when not readable
+	Payload  string         // indented JSON
 	Errors   []attemptError // oldest first
-	Hidden   string         // why the payload and errors are not shown, if they are not
 	Timeline []timelineEvent
 }
 
-// jobByID reads one job's row through jobs_list (the newest job with an id below id+1: a
-// single step back along the primary key). ok is false for an unknown or pruned id.
-func (h *Handler) jobByID(ctx context.Context, id int64) (listedJob, bool, error) {
-	jobs, err := h.listJobs(ctx, jobFilter{Before: id + 1}, 1)
-	if err != nil || len(jobs) == 0 || jobs[0].ID != id {
-		return listedJob{}, false, err
-	}
-	return jobs[0], true, nil
-}
-
-// payloadAndErrors reads what no SQL function returns to an operator: the payload and the
-// error history. It needs SELECT on the jobs table (the owner has it; jobs_admin does not), so
-// a permission error is not a failure: the page says the role cannot read them.
-func (h *Handler) payloadAndErrors(ctx context.Context, id int64) (payload string, history []attemptError, hidden string, err error) {
+// jobByID reads one job in full through jobs_inspect. ok is false for an unknown or pruned id.
+func (h *Handler) jobByID(ctx context.Context, id int64) (d jobDetailData, ok bool, err error) {
 	var raw, rawErrors []byte
-	err = h.db.QueryRow(ctx, "SELECT payload, errors FROM "+h.fn("jobs")+" WHERE id = $1", id).Scan(&raw, &rawErrors)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-		return "", nil, "this database role may not read the jobs table (jobs_admin reads jobs through functions only), so the payload and error history are not shown", nil
+	j := &d.Job
+	err = h.db.QueryRow(ctx, `SELECT id, queue, kind, state::text, priority, attempts, max_attempts, run_at, created_at,
+		started_at, finished_at, lease_holder, lease_expires_at, unique_key, concurrency_key, last_error, payload, errors
+		FROM `+h.fn("jobs_inspect")+`($1)`, id).Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &j.Priority, &j.Attempts, &j.MaxAttempts,
+		&j.RunAt, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseHolder, &j.LeaseExpiresAt, &j.UniqueKey, &j.ConcurrencyKey,
+		&j.LastError, &raw, &rawErrors)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, false, nil
 	}
 	if err != nil {
-		return "", nil, "", fmt.Errorf("failed to read the payload: %w", err)
+		return d, false, fmt.Errorf("failed to read job %d: %w", id, err)
 	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, raw, "", "  ") == nil {
-		payload = pretty.String()
+		d.Payload = pretty.String()
 	} else {
-		payload = string(raw)
+		d.Payload = string(raw)
 	}
-	if err := json.Unmarshal(rawErrors, &history); err != nil {
-		return payload, nil, "", fmt.Errorf("failed to decode the error history: %w", err)
+	if err := json.Unmarshal(rawErrors, &d.Errors); err != nil {
+		return d, false, fmt.Errorf("failed to decode the error history of job %d: %w", id, err)
 	}
-	return payload, history, "", nil
+	d.Timeline = timeline(d.Job, d.Errors)
+	return d, true, nil
 }
 
 func timeline(j listedJob, history []attemptError) []timelineEvent {
@@ -100,7 +92,7 @@ func (h *Handler) jobDetail(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "job id must be a positive whole number", http.StatusBadRequest)
 		return
 	}
-	j, ok, err := h.jobByID(r.Context(), id)
+	d, ok, err := h.jobByID(r.Context(), id)
 	if err != nil {
 		h.fail(w, r, "failed to read the job", err)
 		return
@@ -109,12 +101,5 @@ func (h *Handler) jobDetail(w http.ResponseWriter, r *http.Request) {
 		h.renderStatus(w, r, http.StatusNotFound, "notfound", page{Title: "Job not found", Nav: "jobs", Data: id})
 		return
 	}
-	d := jobDetailData{Job: j}
-	d.Payload, d.Errors, d.Hidden, err = h.payloadAndErrors(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, "failed to read the job", err)
-		return
-	}
-	d.Timeline = timeline(j, d.Errors)
 	h.render(w, r, "job", page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: d})
 }
