@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,7 @@ func TestUIServes(t *testing.T) {
 			t.Errorf("/metrics lacks %q:\n%s", want, metrics)
 		}
 	}
+	checkWithPromtool(t, metrics)
 	if code, body := get("/healthz", false); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("GET /healthz: %d %q, want 200 ok", code, body)
 	}
@@ -120,5 +122,21 @@ func TestUIServes(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("skiplock ui did not stop within 10s of its context ending")
+	}
+}
+
+// checkWithPromtool runs `promtool check metrics` (Debian's prometheus package) on the
+// exposition; without promtool it says so and returns.
+func checkWithPromtool(t *testing.T, exposition string) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Log("promtool not found (Debian's prometheus package): /metrics not linted")
+		return
+	}
+	cmd := exec.CommandContext(t.Context(), promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(exposition)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
