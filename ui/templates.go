@@ -28,6 +28,9 @@ func (h *Handler) parseTemplates() error {
 	return nil
 }
 
+// States are the job states, in the order the pages list them.
+func (p *page) States() []string { return states }
+
 // URL is a path of the dashboard, with the handler's prefix.
 func (p *page) URL(path string) string { return p.Base + path }
 
