@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_, err = io.WriteString(stdout, script)
 		return err
 	case "ui":
-		return runUI(ctx, args, stdout, stderr, nil)
+		return runUI(ctx, args, os.Getenv, stdout, stderr, nil)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

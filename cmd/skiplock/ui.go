@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,8 +41,9 @@ var metricsHandler = func(pool *pgxpool.Pool, schema string) http.Handler {
 }
 
 // runUI is `skiplock ui`: it serves until ctx is done (SIGINT, SIGTERM), then shuts down.
-// ready, when not nil, gets the bound address once the server listens (for tests).
-func runUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) error {
+// getenv reads the environment (os.Getenv). ready, when not nil, gets the bound address once
+// the server listens (for tests).
+func runUI(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
 	fs := flag.NewFlagSet("skiplock ui", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -52,7 +52,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	}
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	readOnly := fs.Bool("read-only", false, "show everything, change nothing (no forms; POSTs get 403)")
-	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection URL (default $DATABASE_URL, else the PG* variables)")
+	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL connection URL (default $DATABASE_URL, else the PG* variables)")
 	schema := fs.String("schema", "", "schema skiplock is installed in (default: the connection's search_path)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -60,7 +60,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if fs.NArg() > 0 {
 		return fmt.Errorf("ui: unexpected argument %q", fs.Arg(0))
 	}
-	user, password := os.Getenv(uiUserEnv), os.Getenv(uiPasswordEnv)
+	user, password := getenv(uiUserEnv), getenv(uiPasswordEnv)
 	if (user == "") != (password == "") {
 		return fmt.Errorf("ui: set both %s and %s, or neither", uiUserEnv, uiPasswordEnv)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func TestUIServes(t *testing.T) {
 	done := make(chan error, 1)
 	var stdout, stderr bytes.Buffer
 	go func() {
-		done <- runUI(ctx, []string{"--addr", "127.0.0.1:0", "--database-url", db.URL, "--read-only"}, &stdout, &stderr, ready)
+		done <- runUI(ctx, []string{"--addr", "127.0.0.1:0", "--database-url", db.URL, "--read-only"}, os.Getenv, &stdout, &stderr, ready)
 	}()
 	var addr string
 	select {
