@@ -40,16 +40,8 @@ type call struct {
 	conn   *pgx.Conn
 }
 
-// commands is the table of every command, in the order `skiplock help` lists them. The ui
-// command (package ui, which parses its own flags) adds its row here, before stats:
-//
-//	{name: "ui", synopsis: "[--addr 127.0.0.1:8080] [--read-only] [flags]",
-//		summary: "serve the web dashboard, /metrics and /healthz", help: "...",
-//		runRaw: func(ctx context.Context, e *env, args []string) error {
-//			return runUI(ctx, args, e.stdout, e.stderr, nil)
-//		}},
-//
-// then `go test ./cmd/skiplock -run TestCLIDoc -update` adds it to docs/cli.md.
+// commands is the table of every command, in the order `skiplock help` lists them. A new
+// row shows in docs/cli.md after `go test ./cmd/skiplock -run TestCLIDoc -update`.
 var commands = []*command{
 	migrateCommand,
 	sqlCommand,
@@ -71,6 +63,7 @@ var commands = []*command{
 	scheduleDisableCommand,
 	scheduleTickCommand,
 	maintainCommand,
+	uiCommand,
 	statsCommand,
 }
 

@@ -1,0 +1,266 @@
+package browsertest
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/skiplock/skiplock/tests/pgtest"
+	"github.com/skiplock/skiplock/ui"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// findChromium returns the browser to drive: $CHROMIUM, else the first of Debian's and
+// others' names on PATH; "" when there is none.
+func findChromium() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser starts a headless chromium with a fresh profile and returns a context driving
+// one tab of it; everything stops when the test ends.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	bin := findChromium()
+	if bin == "" {
+		t.Skip("chromium not found (install Debian's chromium, or set CHROMIUM): skipping the browser tests")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 800),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("failed to start %s: %v", bin, err)
+	}
+	// The delete button asks with confirm(); accept it, as a user clicking OK. The dialog is
+	// handled from another goroutine than the one receiving the events.
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			go func() {
+				_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+					return err
+				}))
+			}()
+		}
+	}()
+	return ctx
+}
+
+// screenshotDir is $SKIPLOCK_SCREENSHOTS (created if needed), or the test's temporary
+// directory.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("SKIPLOCK_SCREENSHOTS")
+	if dir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// step runs browser actions with a deadline, failing the test with what it was doing.
+func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func TestDashboardInBrowser(t *testing.T) {
+	ctx := browser(t)
+	db := pgtest.NewTestDB(t)
+	exec := func(sql string, args ...any) { pgtest.MustExec(t, db.Conn, sql, args...) }
+	count := func(sql string, args ...any) int64 { return pgtest.QueryOne[int64](t, db.Conn, sql, args...) }
+
+	// A small, plausible day: mail being sent, webhooks dying on a partner's outage, a
+	// rate-limited queue, schedules.
+	exec(`SELECT jobs_enqueue_many(array_fill('send-welcome'::text, ARRAY[40]), queues => array_fill('mail'::text, ARRAY[40]),
+		payloads => array_fill('{"to": "ann@example.com", "template": "welcome"}'::jsonb, ARRAY[40]))`)
+	exec(`SELECT count(*) FROM jobs_claim('worker-7f3a', 5, ARRAY['mail'])`)
+	exec(`SELECT jobs_enqueue_many(array_fill('deliver-webhook'::text, ARRAY[12]), queues => array_fill('hooks'::text, ARRAY[12]),
+		payloads => array_fill('{"url": "https://partner.example/hook", "event": "invoice.paid"}'::jsonb, ARRAY[12]),
+		max_attempts => array_fill(1, ARRAY[12]))`)
+	exec(`SELECT jobs_fail(c.id, c.attempt, 'POST https://partner.example/hook: 503 Service Unavailable') FROM jobs_claim('worker-2b91', 12, ARRAY['hooks']) c`)
+	exec(`SELECT jobs_enqueue_many(array_fill('resize-image'::text, ARRAY[8]), queues => array_fill('images'::text, ARRAY[8]))`)
+	exec(`SELECT jobs_set_concurrency('images', 4, per_key => 1)`)
+	exec(`SELECT jobs_set_rate_limit('images', 100, interval '1 minute')`)
+	exec(`SELECT jobs_schedule('nightly-report', '0 3 * * *', 'build-report', queue => 'reports', timezone => 'Europe/Berlin')`)
+	exec(`SELECT jobs_schedule('hourly-cleanup', '0 * * * *', 'cleanup')`)
+
+	pool := pgtest.NewPool(t, db.URL)
+	h, err := ui.New(pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Samples an hour apart are not possible in a test; a few seconds of traffic draw the line.
+	samplerCtx, stopSampler := context.WithCancel(t.Context())
+	defer stopSampler()
+	go func() { _ = h.RunSampler(samplerCtx, time.Second) }()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for i, n := range []int{12, 30, 18, 40, 25, 35} {
+		time.Sleep(1100 * time.Millisecond)
+		exec(`SELECT jobs_enqueue_many(array_fill('send-welcome'::text, ARRAY[$1::int]), queues => array_fill('mail'::text, ARRAY[$1::int]))`, n)
+		exec(`SELECT jobs_complete(c.id, c.attempt) FROM jobs_claim('worker-7f3a', $1, ARRAY['mail']) c`, 10+5*i)
+	}
+	time.Sleep(1100 * time.Millisecond)
+
+	shots := screenshotDir(t)
+	shoot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			png, err := chromedp.CaptureScreenshot()(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
+		})
+	}
+	deadID := count(`SELECT max(id) FROM jobs WHERE state = 'dead'`)
+
+	t.Run("EveryPageLoads", func(t *testing.T) {
+		for _, p := range []struct{ name, path, wait, want string }{
+			{"overview", "/", "#queues", "hooks"},
+			{"jobs", "/jobs", "#jobs", "send-welcome"},
+			{"jobs-running", "/jobs?state=running&queue=mail", "#jobs", "send-welcome"},
+			{"dead", "/dead", "#bulk", "503 Service Unavailable"},
+			{"job", fmt.Sprintf("/jobs/%d", deadID), "#timeline", "partner.example"},
+			{"queue", "/queues/images", "#concurrency", "4 running"},
+			{"schedules", "/schedules", "#schedules", "nightly-report"},
+		} {
+			var text string
+			step(t, ctx, "load "+p.path,
+				chromedp.Navigate(srv.URL+p.path),
+				chromedp.WaitVisible(chromedp.CSS(p.wait)),
+				textOf("main", &text),
+				shoot(p.name))
+			if !strings.Contains(text, p.want) {
+				t.Errorf("page %s does not show %q:\n%s", p.path, p.want, text)
+			}
+		}
+	})
+
+	t.Run("PauseQueue", func(t *testing.T) {
+		var flash string
+		step(t, ctx, "pause mail",
+			chromedp.Navigate(srv.URL+"/"),
+			chromedp.Click(chromedp.CSS(`tr[data-queue="mail"] button[name=pause]`)),
+			chromedp.WaitVisible(chromedp.CSS("#flash")),
+			textOf("#flash", &flash),
+			chromedp.WaitVisible(chromedp.CSS(`tr[data-queue="mail"] button[name=resume]`)))
+		if flash != "paused queue mail" {
+			t.Errorf("flash %q, want paused queue mail", flash)
+		}
+		if n := count(`SELECT count(*) FROM jobs_queues WHERE queue = 'mail' AND paused`); n != 1 {
+			t.Fatal("the queue is not paused in the database")
+		}
+		step(t, ctx, "screenshot", shoot("overview-paused"))
+	})
+
+	t.Run("RetrySelectedDeadJobs", func(t *testing.T) {
+		step(t, ctx, "retry two selected",
+			chromedp.Navigate(srv.URL+"/dead"),
+			chromedp.WaitVisible(chromedp.CSS("#bulk")),
+			chromedp.Click(chromedp.CSS(`#jobs tbody tr:nth-child(1) input[name=id]`)),
+			chromedp.Click(chromedp.CSS(`#jobs tbody tr:nth-child(2) input[name=id]`)),
+			shoot("dead-selected"),
+			chromedp.Click(chromedp.CSS("#retry-selected")),
+			chromedp.WaitVisible(chromedp.CSS("#flash")))
+		if n := count(`SELECT count(*) FROM jobs WHERE queue = 'hooks' AND state = 'dead'`); n != 10 {
+			t.Fatalf("%d hooks jobs dead after retrying 2 of 12, want 10", n)
+		}
+	})
+
+	t.Run("DeleteSelectedDeadJob", func(t *testing.T) {
+		step(t, ctx, "delete one selected (accepting the confirm dialog)",
+			chromedp.Navigate(srv.URL+"/dead"),
+			chromedp.WaitVisible(chromedp.CSS("#bulk")),
+			chromedp.Click(chromedp.CSS(`#jobs tbody tr:nth-child(1) input[name=id]`)),
+			chromedp.Click(chromedp.CSS("#delete-selected")),
+			chromedp.WaitVisible(chromedp.CSS("#flash")))
+		if n := count(`SELECT count(*) FROM jobs WHERE queue = 'hooks' AND state = 'dead'`); n != 9 {
+			t.Fatalf("%d hooks jobs dead after deleting 1 of 10, want 9", n)
+		}
+	})
+
+	t.Run("RetryAllMatchingDeadJobs", func(t *testing.T) {
+		var flash string
+		step(t, ctx, "retry all matching through the confirmation page",
+			chromedp.Navigate(srv.URL+"/dead?queue=hooks"),
+			chromedp.WaitVisible(chromedp.CSS("#bulk")),
+			chromedp.Click(chromedp.CSS("#retry-all")),
+			chromedp.WaitVisible(chromedp.CSS("#confirm")),
+			shoot("dead-confirm"),
+			chromedp.Click(chromedp.CSS("#confirm")),
+			chromedp.WaitVisible(chromedp.CSS("#flash")),
+			textOf("#flash", &flash))
+		if flash != "retried 9 dead jobs" {
+			t.Errorf("flash %q, want retried 9 dead jobs", flash)
+		}
+		if n := count(`SELECT count(*) FROM jobs WHERE state = 'dead'`); n != 0 {
+			t.Fatalf("%d jobs dead after retrying all", n)
+		}
+	})
+
+	t.Run("RunScheduleNow", func(t *testing.T) {
+		step(t, ctx, "run nightly-report now",
+			chromedp.Navigate(srv.URL+"/schedules"),
+			chromedp.Click(chromedp.CSS(`tr[data-schedule="nightly-report"] button[name=run]`)),
+			chromedp.WaitVisible(chromedp.CSS("#flash")))
+		if n := count(`SELECT count(*) FROM jobs WHERE kind = 'build-report'`); n != 1 {
+			t.Fatalf("%d build-report jobs after run now, want 1", n)
+		}
+	})
+	t.Logf("screenshots in %s", shots)
+}
+
+// textOf is an action that stores the visible text of the element sel in out.
+func textOf(sel string, out *string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		text, err := chromedp.Text(chromedp.CSS(sel))(ctx, tg)
+		*out = text
+		return err
+	})
+}

@@ -1,0 +1,215 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// queueRow is one row of jobs_metrics: a queue's counts and settings (Queue empty on the
+// totals row).
+type queueRow struct {
+	Queue          string
+	Ready          int64
+	Scheduled      int64
+	Running        int64
+	RunningExpired int64
+	Dead           int64
+	Cancelled      int64
+	DoneEstimate   *int64
+	OldestReadyAge *float64
+	CreatedTotal   *int64
+	Paused         bool
+	MaxRunning     *int32
+	PerKey         *int32
+	MaxStarts      *int32
+	Per            *string // the interval as PostgreSQL prints it
+}
+
+// Limits describes the queue's flow-control settings in words, "" when it has none.
+func (q queueRow) Limits() string {
+	var parts []string
+	if q.MaxRunning != nil {
+		parts = append(parts, fmt.Sprintf("max %d running", *q.MaxRunning))
+	}
+	if q.PerKey != nil {
+		parts = append(parts, fmt.Sprintf("%d per key", *q.PerKey))
+	}
+	if q.MaxStarts != nil && q.Per != nil {
+		parts = append(parts, fmt.Sprintf("%d starts per %s", *q.MaxStarts, *q.Per))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// OldestAge is the age of the oldest ready job, rounded for display; "" when none is ready.
+func (q queueRow) OldestAge() string {
+	if q.OldestReadyAge == nil {
+		return ""
+	}
+	return formatDuration(time.Duration(*q.OldestReadyAge * float64(time.Second)))
+}
+
+// queueMetrics calls jobs_metrics: the queues in name order, then the totals row.
+func (h *Handler) queueMetrics(ctx context.Context) ([]queueRow, *queueRow, error) {
+	rows, err := h.db.Query(ctx, `SELECT coalesce(queue, ''), ready, scheduled, running, running_expired, dead, cancelled,
+		done_estimate, oldest_ready_age_s, jobs_created_total, coalesce(paused, false), max_running, per_key, max_starts, per::text
+		FROM `+h.fn("jobs_metrics")+`()`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to read jobs_metrics: %w", err)
+	}
+	defer rows.Close()
+	var queues []queueRow
+	var total *queueRow
+	for rows.Next() {
+		var q queueRow
+		if err := rows.Scan(&q.Queue, &q.Ready, &q.Scheduled, &q.Running, &q.RunningExpired, &q.Dead, &q.Cancelled,
+			&q.DoneEstimate, &q.OldestReadyAge, &q.CreatedTotal, &q.Paused, &q.MaxRunning, &q.PerKey, &q.MaxStarts, &q.Per); err != nil {
+			return nil, nil, fmt.Errorf("failed to read jobs_metrics: %w", err)
+		}
+		if q.CreatedTotal != nil {
+			total = &q
+			continue
+		}
+		queues = append(queues, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("failed to read jobs_metrics: %w", err)
+	}
+	if total == nil {
+		total = &queueRow{}
+	}
+	return queues, total, nil
+}
+
+type overviewData struct {
+	Queues []queueRow
+	Total  queueRow
+	Chart  string
+}
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
+	queues, total, err := h.queueMetrics(r.Context())
+	if err != nil {
+		h.fail(w, r, "failed to read the queues", err)
+		return
+	}
+	h.sampler.add(sample{at: time.Now(), created: deref(total.CreatedTotal), live: total.Ready + total.Scheduled + total.Running})
+	chart := throughputChart(rates(h.sampler.snapshot()), time.Now())
+	h.render(w, r, "overview", page{Title: "Queues", Nav: "overview", Data: overviewData{Queues: queues, Total: *total, Chart: chart}})
+}
+
+func (h *Handler) queueDetail(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("queue")
+	queues, _, err := h.queueMetrics(r.Context())
+	if err != nil {
+		h.fail(w, r, "failed to read the queues", err)
+		return
+	}
+	q := queueRow{Queue: name}
+	for _, row := range queues {
+		if row.Queue == name {
+			q = row
+		}
+	}
+	h.render(w, r, "queue", page{Title: "Queue " + name, Nav: "overview", Data: q})
+}
+
+func (h *Handler) queuePause(w http.ResponseWriter, r *http.Request) {
+	queue := r.PostForm.Get("queue")
+	var changed bool
+	err := h.db.QueryRow(r.Context(), "SELECT "+h.fn("jobs_pause")+"($1)", queue).Scan(&changed)
+	h.redirectBack(w, r, "/", pick(changed, "paused queue "+queue, "queue "+queue+" was paused already"), err)
+}
+
+func (h *Handler) queueResume(w http.ResponseWriter, r *http.Request) {
+	queue := r.PostForm.Get("queue")
+	var changed bool
+	err := h.db.QueryRow(r.Context(), "SELECT "+h.fn("jobs_resume")+"($1)", queue).Scan(&changed)
+	h.redirectBack(w, r, "/", pick(changed, "resumed queue "+queue, "queue "+queue+" was not paused"), err)
+}
+
+// queueConcurrency sets max_running and per_key; an empty field is NULL (no limit).
+func (h *Handler) queueConcurrency(w http.ResponseWriter, r *http.Request) {
+	queue := r.PostForm.Get("queue")
+	maxRunning, err1 := optionalInt(r.PostForm.Get("max_running"), "max_running")
+	perKey, err2 := optionalInt(r.PostForm.Get("per_key"), "per_key")
+	if err := firstErr(err1, err2); err != nil {
+		h.redirectBack(w, r, "/", "", err)
+		return
+	}
+	_, err := h.db.Exec(r.Context(), "SELECT "+h.fn("jobs_set_concurrency")+"($1, $2, $3)", queue, maxRunning, perKey)
+	h.redirectBack(w, r, "/", "set the concurrency limits of queue "+queue, err)
+}
+
+// queueRate sets max_starts per "per" (a Go duration such as 1s or 1m, or a PostgreSQL
+// interval); an empty max_starts removes the limit.
+func (h *Handler) queueRate(w http.ResponseWriter, r *http.Request) {
+	queue := r.PostForm.Get("queue")
+	maxStarts, err := optionalInt(r.PostForm.Get("max_starts"), "max_starts")
+	if err != nil {
+		h.redirectBack(w, r, "/", "", err)
+		return
+	}
+	var per *string
+	if p := strings.TrimSpace(r.PostForm.Get("per")); p != "" {
+		if d, err := time.ParseDuration(p); err == nil {
+			p = fmt.Sprintf("%d microseconds", d.Microseconds())
+		}
+		per = &p
+	}
+	_, err = h.db.Exec(r.Context(), "SELECT "+h.fn("jobs_set_rate_limit")+"($1, $2, $3::interval)", queue, maxStarts, per)
+	h.redirectBack(w, r, "/", "set the rate limit of queue "+queue, err)
+}
+
+func optionalInt(s, name string) (*int32, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return nil, badInput("%s must be a whole number or empty (no limit), got %q", name, s)
+	}
+	v := int32(n)
+	return &v, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func pick(cond bool, yes, no string) string {
+	if cond {
+		return yes
+	}
+	return no
+}
+
+// formatDuration rounds d for display: 1.2s, 3m4s, 5h6m, 2d3h.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		if d%time.Minute == 0 {
+			return fmt.Sprintf("%dm", d/time.Minute)
+		}
+		return d.String()
+	case d < 48*time.Hour:
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s") // 5h6m
+	default:
+		days := int(d / (24 * time.Hour))
+		return fmt.Sprintf("%dd%dh", days, int((d%(24*time.Hour))/time.Hour))
+	}
+}
