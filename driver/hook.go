@@ -20,7 +20,8 @@ const (
 	// could not be decoded).
 	EventCancelled
 	// EventLost: the job was no longer held when its outcome was to be recorded (its lease
-	// expired and it was taken back, or it was cancelled), so the outcome was dropped.
+	// expired and it was taken back, or it was cancelled), so the outcome was dropped: the
+	// database's fencing refused it. The metrics packages call this outcome "fenced".
 	EventLost
 )
 
