@@ -71,7 +71,7 @@ func (fl *fetchLoop) run(ctx context.Context) {
 	c := fl.c
 	poll := time.NewTimer(jitter(c.cfg.PollInterval, 0.1))
 	defer poll.Stop()
-	want := true // claim at start: jobs may have been enqueued while nobody listened
+	want := true        // claim at start: jobs may have been enqueued while nobody listened
 	source := WakeStart // why want is true, for the ClaimHook
 	var last, holdUntil time.Time
 	var b backoff
