@@ -146,12 +146,16 @@ func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, r
 	}
 	buf := fl.scratch[:0]
 	var scanErr error
+	var meta []byte
 	for rows.Next() {
 		buf = append(buf, JobRow{})
 		r := &buf[len(buf)-1]
 		if scanErr = rows.Scan(&r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
-			&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt); scanErr != nil {
+			&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta); scanErr != nil {
 			break
+		}
+		if meta != nil {
+			r.Meta = decodeMeta(meta)
 		}
 	}
 	rows.Close()
