@@ -85,7 +85,7 @@ func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *E
 	}
 	var id int64
 	if err := db.QueryRow(ctx, enqueueSQL, a.kind, a.payload, a.queue, a.runAt, a.delay, a.priority,
-		a.maxAttempts, a.uniqueKey, a.concurrencyKey, a.meta).Scan(&id); err != nil {
+		a.maxAttempts, a.uniqueKey, a.concurrencyKey, []byte(a.meta)).Scan(&id); err != nil {
 		return 0, fmt.Errorf("failed to enqueue job: %w", sqlInvalid(err))
 	}
 	return id, nil

@@ -16,26 +16,9 @@ const (
 	OutcomeFenced    = "fenced"    // refused by the database: the worker no longer held the job (driver.EventLost)
 )
 
-// Outcome is the outcome label of a finished job's event, "" for driver.EventStarted. The
-// OpenTelemetry package uses the same names.
-func Outcome(e *driver.Event) string {
-	switch e.Kind {
-	case driver.EventCompleted:
-		return OutcomeDone
-	case driver.EventFailed:
-		if e.State == driver.JobStateDead {
-			return OutcomeDead
-		}
-		return OutcomeRetried
-	case driver.EventSnoozed:
-		return OutcomeSnoozed
-	case driver.EventCancelled:
-		return OutcomeCancelled
-	case driver.EventLost:
-		return OutcomeFenced
-	}
-	return ""
-}
+// Outcome is the outcome label of a finished job's event (driver.Event.Outcome), "" for
+// driver.EventStarted.
+func Outcome(e *driver.Event) string { return e.Outcome() }
 
 // DurationBuckets are the buckets of the job duration and wait time histograms, in
 // seconds: 5 ms to about 20 minutes.
