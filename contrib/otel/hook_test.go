@@ -67,7 +67,7 @@ func TestWorkerSpanContinuesTheEnqueueTrace(t *testing.T) {
 		out := map[string]sdktrace.ReadOnlySpan{}
 		for _, s := range rec.Ended() {
 			if s.SpanKind() == trace.SpanKindConsumer {
-				out[attr(s, "messaging.message.id").Emit()] = s
+				out[attr(s, "messaging.message.id").String()] = s
 			}
 		}
 		return out
@@ -83,7 +83,7 @@ func TestWorkerSpanContinuesTheEnqueueTrace(t *testing.T) {
 	producers := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range rec.Ended() {
 		if s.SpanKind() == trace.SpanKindProducer {
-			producers[attr(s, "messaging.message.id").Emit()] = s
+			producers[attr(s, "messaging.message.id").String()] = s
 		}
 	}
 	for _, tc := range []struct {
@@ -92,7 +92,7 @@ func TestWorkerSpanContinuesTheEnqueueTrace(t *testing.T) {
 		outcome string
 		status  codes.Code
 	}{{okID, "ok", "done", codes.Unset}, {deadID, "fail", "dead", codes.Error}} {
-		id := attribute.Int64Value(tc.id).Emit()
+		id := attribute.Int64Value(tc.id).String()
 		worker, producer := processSpans()[id], producers[id]
 		if worker == nil || producer == nil {
 			t.Fatalf("job %s: worker span %v, producer span %v", id, worker, producer)
@@ -117,7 +117,7 @@ func TestWorkerSpanContinuesTheEnqueueTrace(t *testing.T) {
 			"skiplock.job.attempt":       "1",
 			"skiplock.job.outcome":       tc.outcome,
 		} {
-			if got := attr(worker, key).Emit(); got != want {
+			if got := attr(worker, key).String(); got != want {
 				t.Errorf("job %s: %s = %q, want %q", id, key, got, want)
 			}
 		}
