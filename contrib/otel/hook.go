@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -37,7 +36,9 @@ type HookOpts struct {
 
 // Hook traces every job run as a consumer span and records the worker metrics; set it as
 // driver.Config.Hook (it implements driver.Hook and driver.ClaimHook). It is safe for
-// concurrent use, and one Hook may serve several clients.
+// concurrent use, and one Hook may serve several clients. A run whose outcome could not be
+// recorded at all (the database unreachable until shutdown; the job runs again after its
+// lease expires) gets no outcome event, and its span is never ended.
 type Hook struct {
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
@@ -125,7 +126,6 @@ func (h *Hook) HandleEvent(e *driver.Event) {
 		}
 		_, span := h.tracer.Start(ctx, "process "+job.Queue,
 			trace.WithSpanKind(trace.SpanKindConsumer),
-			trace.WithTimestamp(time.Now()),
 			trace.WithAttributes(
 				attribute.String("messaging.system", messagingSystem),
 				attribute.String("messaging.operation.type", "process"),
