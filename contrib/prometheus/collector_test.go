@@ -105,3 +105,21 @@ func TestCollectorRejectsBadOptions(t *testing.T) {
 		t.Error("NewCollector(nil) succeeded")
 	}
 }
+
+func TestCollectorFailsTheScrapeWhenTheReadFails(t *testing.T) {
+	t.Parallel()
+	c, err := NewCollector(pgtest.NewPool(t, pgtest.NewEmptyDatabase(t)), nil) // no skiplock installed
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	for range 2 { // a failed read is not cached
+		if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "failed to read jobs_metrics()") {
+			t.Fatalf("Gather = %v, want the read's error", err)
+		}
+	}
+	if c.reads != 2 {
+		t.Fatalf("reads = %d, want 2", c.reads)
+	}
+}
