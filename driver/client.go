@@ -19,6 +19,7 @@ type Client struct {
 	cfg        *Config
 	logger     *slog.Logger
 	hook       Hook
+	claimHook  ClaimHook // hook, when it implements ClaimHook
 	handlers   map[string]*handler
 	fetchLoops map[string]*fetchLoop // by queue name
 	queueOrder []*fetchLoop          // fetchLoops sorted by queue name
@@ -79,6 +80,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		done:       make(chan struct{}),
 		fatal:      make(chan error, 1),
 	}
+	c.claimHook, _ = cfg.Hook.(ClaimHook)
 	for kind, h := range cfg.Handlers.byKind {
 		c.handlers[kind] = h
 	}

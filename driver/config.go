@@ -151,7 +151,8 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Hook, if set, receives an Event for every job started, completed, failed, snoozed,
-	// cancelled or lost; see Hook. Defaults to none.
+	// cancelled or lost; see Hook. A Hook that also implements ClaimHook receives a
+	// ClaimEvent for every claim too. Defaults to none.
 	Hook Hook
 
 	// Schedules are durable cron schedules this client declares (creates or updates, with

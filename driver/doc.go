@@ -171,7 +171,11 @@
 // The client logs through [log/slog] ([Config.Logger]): whether it listens or polls,
 // connection trouble, failed and cancelled jobs, shutdown. Successful jobs are not logged. For metrics, a [Hook] receives an
 // [Event] for every job started, completed, failed, snoozed, cancelled or lost, with the
-// handler's duration and, for starts, the time the job waited since it became ready.
+// handler's duration and, for starts, the time the job waited since it became ready; a Hook
+// that also implements [ClaimHook] receives a [ClaimEvent] for every claim (its batch size
+// and what woke the fetch loop: [WakeNotify], [WakePoll], ...). The nested modules
+// github.com/skiplock/skiplock/contrib/prometheus and .../contrib/otel turn these into
+// metrics and spans.
 //
 // # Goroutines
 //

@@ -23,7 +23,7 @@ type Executor interface {
 
 // EnqueueOpts are a job's options. A nil *EnqueueOpts, like the zero value, means every
 // default: queue QueueDefault, ready now, priority 0, MaxAttemptsDefault attempts, no unique
-// key, no concurrency key.
+// key, no concurrency key, no meta.
 type EnqueueOpts struct {
 	// Queue is the queue the job goes to, 1 to 200 bytes. Defaults to QueueDefault.
 	Queue string
@@ -54,6 +54,11 @@ type EnqueueOpts struct {
 	// across every worker. 1 to 200 bytes. Defaults to "" (no key: the job counts against
 	// the queue's max_running only).
 	ConcurrencyKey string
+
+	// Meta is stored with the job for tools rather than for its handler (jobs_enqueue's
+	// meta, a JSON object of strings): the OpenTelemetry package (contrib/otel) keeps the
+	// trace context there. The worker sees it as JobRow.Meta. Defaults to nil (NULL).
+	Meta map[string]string
 }
 
 // EnqueueParams is one job of [EnqueueMany].
@@ -80,7 +85,7 @@ func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *E
 	}
 	var id int64
 	if err := db.QueryRow(ctx, enqueueSQL, a.kind, a.payload, a.queue, a.runAt, a.delay, a.priority,
-		a.maxAttempts, a.uniqueKey, a.concurrencyKey).Scan(&id); err != nil {
+		a.maxAttempts, a.uniqueKey, a.concurrencyKey, []byte(a.meta)).Scan(&id); err != nil {
 		return 0, fmt.Errorf("failed to enqueue job: %w", sqlInvalid(err))
 	}
 	return id, nil
@@ -104,7 +109,8 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 	maxAttempts := make([]int32, n)
 	uniqueKeys := make([]*string, n)
 	concurrencyKeys := make([]*string, n)
-	var anyQueue, anyTime, anyPriority, anyMaxAttempts, anyKey, anyConcurrencyKey bool
+	metas := make([]json.RawMessage, n)
+	var anyQueue, anyTime, anyPriority, anyMaxAttempts, anyKey, anyConcurrencyKey, anyMeta bool
 	for i := range jobs {
 		a, err := enqueueArgs(jobs[i].Kind, jobs[i].Payload, jobs[i].Opts, "EnqueueParams["+strconv.Itoa(i)+"].")
 		if err != nil {
@@ -112,16 +118,17 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 		}
 		kinds[i], payloads[i], queues[i], runAts[i], delays[i] = a.kind, a.payload, a.queue, a.runAt, a.delay
 		priorities[i], maxAttempts[i], uniqueKeys[i] = a.priority, a.maxAttempts, a.uniqueKey
-		concurrencyKeys[i] = a.concurrencyKey
+		concurrencyKeys[i], metas[i] = a.concurrencyKey, a.meta
 		anyQueue = anyQueue || a.queue != QueueDefault
 		anyTime = anyTime || a.runAt != nil || a.delay != 0
 		anyPriority = anyPriority || a.priority != 0
 		anyMaxAttempts = anyMaxAttempts || a.maxAttempts != MaxAttemptsDefault
 		anyKey = anyKey || a.uniqueKey != nil
 		anyConcurrencyKey = anyConcurrencyKey || a.concurrencyKey != nil
+		anyMeta = anyMeta || a.meta != nil
 	}
 	// A NULL array means the default for every job, and spares sending it.
-	args := []any{kinds, payloads, nil, nil, nil, nil, nil, nil, nil}
+	args := []any{kinds, payloads, nil, nil, nil, nil, nil, nil, nil, nil}
 	if anyQueue {
 		args[2] = queues
 	}
@@ -139,6 +146,9 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 	}
 	if anyConcurrencyKey {
 		args[8] = concurrencyKeys
+	}
+	if anyMeta {
+		args[9] = metas
 	}
 
 	rows, err := db.Query(ctx, enqueueManySQL, args...)
@@ -171,6 +181,8 @@ type enqueueArgValues struct {
 	uniqueKey   *string
 	// concurrencyKey is nil for no key.
 	concurrencyKey *string
+	// meta is Meta as JSON, nil for none.
+	meta json.RawMessage
 }
 
 // enqueueArgs checks what the SQL cannot see (Go types and the options' combinations) and
@@ -227,6 +239,13 @@ func enqueueArgs(kind string, payload any, opts *EnqueueOpts, prefix string) (en
 	if opts.ConcurrencyKey != "" {
 		k := opts.ConcurrencyKey
 		a.concurrencyKey = &k
+	}
+	if opts.Meta != nil {
+		b, err := json.Marshal(opts.Meta)
+		if err != nil {
+			return a, invalid("EnqueueOpts.Meta", "cannot be encoded as JSON: %v", err)
+		}
+		a.meta = b
 	}
 	return a, nil
 }

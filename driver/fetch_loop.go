@@ -71,7 +71,8 @@ func (fl *fetchLoop) run(ctx context.Context) {
 	c := fl.c
 	poll := time.NewTimer(jitter(c.cfg.PollInterval, 0.1))
 	defer poll.Stop()
-	want := true // claim at start: jobs may have been enqueued while nobody listened
+	want := true        // claim at start: jobs may have been enqueued while nobody listened
+	source := WakeStart // why want is true, for the ClaimHook
 	var last, holdUntil time.Time
 	var b backoff
 	for {
@@ -82,7 +83,7 @@ func (fl *fetchLoop) run(ctx context.Context) {
 				}
 			}
 			last = time.Now()
-			full, rateWait, err := fl.claim(ctx)
+			full, rateWait, err := fl.claim(ctx, source)
 			next := jitter(c.cfg.PollInterval, 0.1)
 			if rateWait > 0 && rateWait < next {
 				next = rateWait
@@ -108,17 +109,21 @@ func (fl *fetchLoop) run(ctx context.Context) {
 				continue // want stays true
 			}
 			b.reset()
-			want = full
+			want, source = full, WakeBacklog
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-fl.wake:
-			want = true
+			if !want {
+				want, source = true, WakeNotify
+			}
 		case <-fl.freed:
 		case <-poll.C:
-			want = true // the claim rearms the timer
+			if !want {
+				want, source = true, WakePoll // the claim rearms the timer
+			}
 		}
 	}
 }
@@ -128,8 +133,8 @@ func (fl *fetchLoop) run(ctx context.Context) {
 // queue has a rate limit, how long until the limit allows the next start (rateWait, 0 when
 // there is nothing to wait for). The claim runs to its end even when ctx is cancelled
 // meanwhile, so that its jobs can be released at once instead of waiting out their lease;
-// they are not started then.
-func (fl *fetchLoop) claim(ctx context.Context) (full bool, rateWait time.Duration, err error) {
+// they are not started then. source is what made the loop claim, for the ClaimHook.
+func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, rateWait time.Duration, err error) {
 	c := fl.c
 	want := min(fl.slots-int(fl.active.Load()), fl.batch)
 	claimedAt := time.Now()
@@ -141,12 +146,16 @@ func (fl *fetchLoop) claim(ctx context.Context) (full bool, rateWait time.Durati
 	}
 	buf := fl.scratch[:0]
 	var scanErr error
+	var meta []byte
 	for rows.Next() {
 		buf = append(buf, JobRow{})
 		r := &buf[len(buf)-1]
 		if scanErr = rows.Scan(&r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
-			&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt); scanErr != nil {
+			&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta); scanErr != nil {
 			break
+		}
+		if meta != nil {
+			r.Meta = decodeMeta(meta)
 		}
 	}
 	rows.Close()
@@ -156,6 +165,10 @@ func (fl *fetchLoop) claim(ctx context.Context) (full bool, rateWait time.Durati
 		// Whether the claim committed is unknown. Its jobs are not run: if it did commit,
 		// they come back when their lease expires.
 		return false, 0, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
+	}
+	if c.claimHook != nil {
+		c.claimHook.HandleClaim(&ClaimEvent{Queue: fl.queue, Wake: source, Asked: want, Claimed: len(buf),
+			Duration: time.Since(claimedAt)})
 	}
 	if ctx.Err() != nil {
 		if len(buf) > 0 {

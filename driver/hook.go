@@ -20,7 +20,8 @@ const (
 	// could not be decoded).
 	EventCancelled
 	// EventLost: the job was no longer held when its outcome was to be recorded (its lease
-	// expired and it was taken back, or it was cancelled), so the outcome was dropped.
+	// expired and it was taken back, or it was cancelled), so the outcome was dropped: the
+	// database's fencing refused it. The metrics packages call this outcome "fenced".
 	EventLost
 )
 
@@ -78,3 +79,26 @@ type HookFunc func(e *Event)
 
 // HandleEvent calls f(e).
 func (f HookFunc) HandleEvent(e *Event) { f(e) }
+
+// Outcome names how the job's run ended, as the metrics packages label it: "done"
+// (EventCompleted), "retried" or "dead" (EventFailed, by State), "cancelled", "snoozed", and
+// "fenced" for EventLost (the database refused the outcome: the job was no longer held).
+// It returns "" for EventStarted.
+func (e *Event) Outcome() string {
+	switch e.Kind {
+	case EventCompleted:
+		return "done"
+	case EventFailed:
+		if e.State == JobStateDead {
+			return "dead"
+		}
+		return "retried"
+	case EventSnoozed:
+		return "snoozed"
+	case EventCancelled:
+		return "cancelled"
+	case EventLost:
+		return "fenced"
+	}
+	return ""
+}

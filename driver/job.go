@@ -26,6 +26,11 @@ type JobRow struct {
 	LeaseExpiresAt time.Time
 
 	CreatedAt time.Time
+
+	// Meta is what the job was enqueued with as EnqueueOpts.Meta (nil for none): data for
+	// tools, such as the trace context of contrib/otel. Values of a meta written by other
+	// clients that are not strings are left out.
+	Meta map[string]string
 }
 
 // Job is a claimed job with its payload decoded into T, as a handler receives it.

@@ -16,7 +16,8 @@ CREATE TYPE skiplock.jobs_claimed AS (
 	priority integer,
 	run_at timestamp with time zone,
 	lease_expires_at timestamp with time zone,
-	created_at timestamp with time zone
+	created_at timestamp with time zone,
+	meta jsonb
 );
 
 CREATE TYPE skiplock.jobs_state AS ENUM (
@@ -383,7 +384,7 @@ BEGIN
         -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
         WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                  j.lease_expires_at, j.created_at
+                  j.lease_expires_at, j.created_at, j.meta
     ), logged AS (
         INSERT INTO jobs_queue_starts (queue, started_at)
         SELECT c.queue, now()
@@ -997,7 +998,7 @@ BEGIN
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at
+                      j.lease_expires_at, j.created_at, j.meta
         )
         SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
     ELSE
@@ -1045,7 +1046,7 @@ BEGIN
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at
+                      j.lease_expires_at, j.created_at, j.meta
         )
         SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
     END IF;
@@ -1183,7 +1184,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) IS 'skiplock: deletes up to max_jobs finished jobs matching the filters (default: done, dead, cancelled); skips locked rows; returns the count.';
 
-CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text) RETURNS bigint
+CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, meta jsonb DEFAULT NULL::jsonb) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -1216,20 +1217,23 @@ BEGIN
     IF jobs_enqueue.concurrency_key = '' OR octet_length(jobs_enqueue.concurrency_key) > 200 THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'concurrency_key', 'must be NULL or a non-empty string of at most 200 bytes');
     END IF;
+    IF jsonb_typeof(jobs_enqueue.meta) <> 'object' THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'meta', 'must be NULL or a JSON object');
+    END IF;
 
     IF jobs_enqueue.unique_key IS NULL THEN
-        INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key)
+        INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key, meta)
         VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
-                jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.concurrency_key)
+                jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.concurrency_key, jobs_enqueue.meta)
         RETURNING id INTO v_id;
     ELSE
         -- The live job holding the key can finish between our failed insert and the lookup;
         -- then the key is free again and the next round inserts.
         LOOP
-            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key)
+            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta)
             VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
                     jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
-                    jobs_enqueue.concurrency_key)
+                    jobs_enqueue.concurrency_key, jobs_enqueue.meta)
             ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
             DO NOTHING
             RETURNING id INTO v_id;
@@ -1255,9 +1259,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
+COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
 
-CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[], concurrency_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
+CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[], concurrency_keys text[] DEFAULT NULL::text[], metas jsonb[] DEFAULT NULL::jsonb[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -1272,6 +1276,7 @@ DECLARE
     v_max_attempts integer[];
     v_unique_keys  text[];
     v_conc_keys    text[];
+    v_metas        jsonb[];
     v_param        text;
     v_bad          record;
     v_ids          bigint[];
@@ -1294,7 +1299,8 @@ BEGIN
                  ('priorities', array_ndims(jobs_enqueue_many.priorities)),
                  ('max_attempts', array_ndims(jobs_enqueue_many.max_attempts)),
                  ('unique_keys', array_ndims(jobs_enqueue_many.unique_keys)),
-                 ('concurrency_keys', array_ndims(jobs_enqueue_many.concurrency_keys))) AS p(param, ndims)
+                 ('concurrency_keys', array_ndims(jobs_enqueue_many.concurrency_keys)),
+                 ('metas', array_ndims(jobs_enqueue_many.metas))) AS p(param, ndims)
     WHERE p.ndims > 1
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -1308,7 +1314,8 @@ BEGIN
                  ('priorities', cardinality(jobs_enqueue_many.priorities)),
                  ('max_attempts', cardinality(jobs_enqueue_many.max_attempts)),
                  ('unique_keys', cardinality(jobs_enqueue_many.unique_keys)),
-                 ('concurrency_keys', cardinality(jobs_enqueue_many.concurrency_keys))) AS p(param, n)
+                 ('concurrency_keys', cardinality(jobs_enqueue_many.concurrency_keys)),
+                 ('metas', cardinality(jobs_enqueue_many.metas))) AS p(param, n)
     WHERE p.n IS NOT NULL AND p.n <> v_n
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -1347,11 +1354,15 @@ BEGIN
     v_conc_keys    := CASE WHEN jobs_enqueue_many.concurrency_keys IS NULL THEN array_fill(NULL::text, ARRAY[v_n])
                        WHEN array_lower(jobs_enqueue_many.concurrency_keys, 1) = 1 THEN jobs_enqueue_many.concurrency_keys
                        ELSE ARRAY(SELECT unnest(jobs_enqueue_many.concurrency_keys)) END;
+    v_metas        := CASE WHEN jobs_enqueue_many.metas IS NULL THEN array_fill(NULL::jsonb, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.metas, 1) = 1 THEN jobs_enqueue_many.metas
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.metas)) END;
 
     SELECT * INTO v_bad
     FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities, v_max_attempts,
-                v_unique_keys, v_conc_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
-                                                                 max_attempts, unique_key, concurrency_key, ord)
+                v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
+                                                                          max_attempts, unique_key, concurrency_key,
+                                                                          meta, ord)
     WHERE t.kind IS NULL OR t.kind = '' OR octet_length(t.kind) > 200
        OR t.payload IS NULL
        OR t.queue IS NULL OR t.queue = '' OR octet_length(t.queue) > 200
@@ -1360,6 +1371,7 @@ BEGIN
        OR t.max_attempts IS NULL OR t.max_attempts < 1
        OR t.unique_key = '' OR octet_length(t.unique_key) > 200
        OR t.concurrency_key = '' OR octet_length(t.concurrency_key) > 200
+       OR jsonb_typeof(t.meta) <> 'object'
     ORDER BY t.ord
     LIMIT 1;
     IF FOUND THEN
@@ -1381,9 +1393,12 @@ BEGIN
         ELSIF v_bad.unique_key = '' OR octet_length(v_bad.unique_key) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('unique_keys[%s]', v_bad.ord),
                                   'must be NULL or a non-empty string of at most 200 bytes');
-        ELSE
+        ELSIF v_bad.concurrency_key = '' OR octet_length(v_bad.concurrency_key) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('concurrency_keys[%s]', v_bad.ord),
                                   'must be NULL or a non-empty string of at most 200 bytes');
+        ELSE
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('metas[%s]', v_bad.ord),
+                                  'must be NULL or a JSON object');
         END IF;
     END IF;
 
@@ -1392,11 +1407,12 @@ BEGIN
         -- order, which ORDER BY t.ord fixes to input order.
         RETURN QUERY
         WITH inserted AS (
-            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key)
-            SELECT t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.concurrency_key
+            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key, meta)
+            SELECT t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.concurrency_key, t.meta
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
-                        v_max_attempts, v_conc_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
-                                                                          max_attempts, concurrency_key, ord)
+                        v_max_attempts, v_conc_keys, v_metas) WITH ORDINALITY AS t(kind, payload, queue, run_at,
+                                                                                   priority, max_attempts,
+                                                                                   concurrency_key, meta, ord)
             ORDER BY t.ord
             RETURNING id
         )
@@ -1408,13 +1424,13 @@ BEGIN
         v_drawn := v_ids;
 
         WITH inserted AS (
-            INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key)
+            INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key,
+                              meta)
             SELECT v_ids[t.ord], t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.unique_key,
-                   t.concurrency_key
+                   t.concurrency_key, t.meta
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
-                        v_max_attempts, v_unique_keys, v_conc_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at,
-                                                                                        priority, max_attempts,
-                                                                                        unique_key, concurrency_key, ord)
+                        v_max_attempts, v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY
+                 AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key, meta, ord)
             -- Inserted in key order, not input order (each input keeps the id drawn for it):
             -- two batches waiting on each other's uncommitted keys then always wait in the
             -- same order, so they cannot deadlock. t.ord keeps the earlier of two equal keys first.
@@ -1443,10 +1459,11 @@ BEGIN
                     EXIT WHEN FOUND;
 
                     INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key,
-                                      concurrency_key)
+                                      concurrency_key, meta)
                     VALUES (v_ids[v_missing.ord], v_queues[v_missing.ord], v_kinds[v_missing.ord],
                             v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
-                            v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord])
+                            v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord],
+                            v_metas[v_missing.ord])
                     ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
                     DO NOTHING
                     RETURNING id INTO v_id;
@@ -1470,7 +1487,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[]) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
+COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[]) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
 
 CREATE FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS skiplock.jobs_state
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1524,7 +1541,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) IS 'skiplock: records a failed attempt (fenced) and requeues with backoff, or marks dead when attempts are exhausted; returns the new state, NULL when not held.';
 
-CREATE FUNCTION skiplock.jobs_get(id bigint) RETURNS TABLE(state skiplock.jobs_state, attempts integer, max_attempts integer, run_at timestamp with time zone, last_error text, created_at timestamp with time zone, finished_at timestamp with time zone)
+CREATE FUNCTION skiplock.jobs_get(id bigint) RETURNS TABLE(state skiplock.jobs_state, attempts integer, max_attempts integer, run_at timestamp with time zone, last_error text, created_at timestamp with time zone, finished_at timestamp with time zone, meta jsonb)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -1535,13 +1552,13 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    SELECT j.state, j.attempts, j.max_attempts, j.run_at, j.last_error, j.created_at, j.finished_at
+    SELECT j.state, j.attempts, j.max_attempts, j.run_at, j.last_error, j.created_at, j.finished_at, j.meta
     FROM jobs j
     WHERE j.id = jobs_get.id;
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_get(id bigint) IS 'skiplock: a job''s state, attempts, max_attempts, run_at, last_error, created_at and finished_at (no payload); no rows for an unknown id.';
+COMMENT ON FUNCTION skiplock.jobs_get(id bigint) IS 'skiplock: a job''s state, attempts, max_attempts, run_at, last_error, created_at, finished_at and meta (no payload); no rows for an unknown id.';
 
 CREATE FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease interval DEFAULT '00:05:00'::interval) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1649,6 +1666,7 @@ CREATE TABLE skiplock.jobs (
     finished_at timestamp with time zone,
     concurrency_key text,
     started_at timestamp with time zone,
+    meta jsonb,
     CONSTRAINT jobs_attempts_valid CHECK ((attempts >= 0)),
     CONSTRAINT jobs_errors_is_array CHECK ((jsonb_typeof(errors) = 'array'::text)),
     CONSTRAINT jobs_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
@@ -2840,6 +2858,9 @@ COMMENT ON TABLE skiplock.jobs_settings IS 'skiplock settings (one row): retry b
 ALTER TABLE skiplock.jobs
     ADD CONSTRAINT jobs_concurrency_key_valid CHECK (((concurrency_key <> ''::text) AND (octet_length(concurrency_key) <= 200))) NOT VALID;
 
+ALTER TABLE skiplock.jobs
+    ADD CONSTRAINT jobs_meta_valid CHECK ((jsonb_typeof(meta) = 'object'::text)) NOT VALID;
+
 ALTER TABLE ONLY skiplock.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
 
@@ -2920,11 +2941,11 @@ GRANT ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with ti
 REVOKE ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text) TO jobs_producer;
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb) TO jobs_producer;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[]) TO jobs_producer;
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[]) TO jobs_producer;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) TO jobs_worker;

@@ -287,7 +287,7 @@ BEGIN
         -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
         WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                  j.lease_expires_at, j.created_at
+                  j.lease_expires_at, j.created_at, j.meta
     ), logged AS (
         INSERT INTO jobs_queue_starts (queue, started_at)
         SELECT c.queue, now()

@@ -11,6 +11,7 @@
 --           the job's fencing token (returned as attempt) that jobs_complete, jobs_fail,
 --           jobs_heartbeat and jobs_snooze must quote back. Returns no rows when nothing is
 --           ready. Expired leases are not reclaimed here: jobs_requeue_expired does that.
+--           Each row also carries the job's meta (jobs_enqueue's; usually NULL).
 --           Flow control (jobs_queues): a paused queue gives no jobs; a queue with
 --           max_running, per_key or a rate limit never goes over them (see
 --           _jobs_claim_limited). When no requested queue (queues NULL: no queue at all)
@@ -96,7 +97,7 @@ BEGIN
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at
+                      j.lease_expires_at, j.created_at, j.meta
         )
         SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
     ELSE
@@ -144,7 +145,7 @@ BEGIN
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at
+                      j.lease_expires_at, j.created_at, j.meta
         )
         SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
     END IF;

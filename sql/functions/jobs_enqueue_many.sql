@@ -3,7 +3,8 @@
 -- Promises: the set-based form of jobs_enqueue, with the same rules per job. kinds gives the
 --           number of jobs; every other array is either NULL (each job takes the default:
 --           payload '{}', queue 'default', run_at now(), priority 0, max_attempts 5, no
---           unique_key, no concurrency_key) or has exactly as many elements as kinds.
+--           unique_key, no concurrency_key, no meta) or has exactly as many elements as
+--           kinds. metas may hold NULL elements (no meta for that job).
 --           Row i of the result is the id for input i: a new job, or the live job that
 --           already holds its queue and unique_key (also when an earlier element of the same
 --           call took the key).
@@ -25,7 +26,8 @@ CREATE OR REPLACE FUNCTION jobs_enqueue_many(
     priorities    integer[]     DEFAULT NULL,
     max_attempts  integer[]     DEFAULT NULL,
     unique_keys   text[]        DEFAULT NULL,
-    concurrency_keys text[]     DEFAULT NULL
+    concurrency_keys text[]     DEFAULT NULL,
+    metas         jsonb[]       DEFAULT NULL
 )
 RETURNS SETOF bigint
 LANGUAGE plpgsql
@@ -43,6 +45,7 @@ DECLARE
     v_max_attempts integer[];
     v_unique_keys  text[];
     v_conc_keys    text[];
+    v_metas        jsonb[];
     v_param        text;
     v_bad          record;
     v_ids          bigint[];
@@ -65,7 +68,8 @@ BEGIN
                  ('priorities', array_ndims(jobs_enqueue_many.priorities)),
                  ('max_attempts', array_ndims(jobs_enqueue_many.max_attempts)),
                  ('unique_keys', array_ndims(jobs_enqueue_many.unique_keys)),
-                 ('concurrency_keys', array_ndims(jobs_enqueue_many.concurrency_keys))) AS p(param, ndims)
+                 ('concurrency_keys', array_ndims(jobs_enqueue_many.concurrency_keys)),
+                 ('metas', array_ndims(jobs_enqueue_many.metas))) AS p(param, ndims)
     WHERE p.ndims > 1
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -79,7 +83,8 @@ BEGIN
                  ('priorities', cardinality(jobs_enqueue_many.priorities)),
                  ('max_attempts', cardinality(jobs_enqueue_many.max_attempts)),
                  ('unique_keys', cardinality(jobs_enqueue_many.unique_keys)),
-                 ('concurrency_keys', cardinality(jobs_enqueue_many.concurrency_keys))) AS p(param, n)
+                 ('concurrency_keys', cardinality(jobs_enqueue_many.concurrency_keys)),
+                 ('metas', cardinality(jobs_enqueue_many.metas))) AS p(param, n)
     WHERE p.n IS NOT NULL AND p.n <> v_n
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -118,11 +123,15 @@ BEGIN
     v_conc_keys    := CASE WHEN jobs_enqueue_many.concurrency_keys IS NULL THEN array_fill(NULL::text, ARRAY[v_n])
                        WHEN array_lower(jobs_enqueue_many.concurrency_keys, 1) = 1 THEN jobs_enqueue_many.concurrency_keys
                        ELSE ARRAY(SELECT unnest(jobs_enqueue_many.concurrency_keys)) END;
+    v_metas        := CASE WHEN jobs_enqueue_many.metas IS NULL THEN array_fill(NULL::jsonb, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.metas, 1) = 1 THEN jobs_enqueue_many.metas
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.metas)) END;
 
     SELECT * INTO v_bad
     FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities, v_max_attempts,
-                v_unique_keys, v_conc_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
-                                                                 max_attempts, unique_key, concurrency_key, ord)
+                v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
+                                                                          max_attempts, unique_key, concurrency_key,
+                                                                          meta, ord)
     WHERE t.kind IS NULL OR t.kind = '' OR octet_length(t.kind) > 200
        OR t.payload IS NULL
        OR t.queue IS NULL OR t.queue = '' OR octet_length(t.queue) > 200
@@ -131,6 +140,7 @@ BEGIN
        OR t.max_attempts IS NULL OR t.max_attempts < 1
        OR t.unique_key = '' OR octet_length(t.unique_key) > 200
        OR t.concurrency_key = '' OR octet_length(t.concurrency_key) > 200
+       OR jsonb_typeof(t.meta) <> 'object'
     ORDER BY t.ord
     LIMIT 1;
     IF FOUND THEN
@@ -152,9 +162,12 @@ BEGIN
         ELSIF v_bad.unique_key = '' OR octet_length(v_bad.unique_key) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('unique_keys[%s]', v_bad.ord),
                                   'must be NULL or a non-empty string of at most 200 bytes');
-        ELSE
+        ELSIF v_bad.concurrency_key = '' OR octet_length(v_bad.concurrency_key) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('concurrency_keys[%s]', v_bad.ord),
                                   'must be NULL or a non-empty string of at most 200 bytes');
+        ELSE
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('metas[%s]', v_bad.ord),
+                                  'must be NULL or a JSON object');
         END IF;
     END IF;
 
@@ -163,11 +176,12 @@ BEGIN
         -- order, which ORDER BY t.ord fixes to input order.
         RETURN QUERY
         WITH inserted AS (
-            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key)
-            SELECT t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.concurrency_key
+            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key, meta)
+            SELECT t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.concurrency_key, t.meta
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
-                        v_max_attempts, v_conc_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
-                                                                          max_attempts, concurrency_key, ord)
+                        v_max_attempts, v_conc_keys, v_metas) WITH ORDINALITY AS t(kind, payload, queue, run_at,
+                                                                                   priority, max_attempts,
+                                                                                   concurrency_key, meta, ord)
             ORDER BY t.ord
             RETURNING id
         )
@@ -179,13 +193,13 @@ BEGIN
         v_drawn := v_ids;
 
         WITH inserted AS (
-            INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key)
+            INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key,
+                              meta)
             SELECT v_ids[t.ord], t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.unique_key,
-                   t.concurrency_key
+                   t.concurrency_key, t.meta
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
-                        v_max_attempts, v_unique_keys, v_conc_keys) WITH ORDINALITY AS t(kind, payload, queue, run_at,
-                                                                                        priority, max_attempts,
-                                                                                        unique_key, concurrency_key, ord)
+                        v_max_attempts, v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY
+                 AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key, meta, ord)
             -- Inserted in key order, not input order (each input keeps the id drawn for it):
             -- two batches waiting on each other's uncommitted keys then always wait in the
             -- same order, so they cannot deadlock. t.ord keeps the earlier of two equal keys first.
@@ -214,10 +228,11 @@ BEGIN
                     EXIT WHEN FOUND;
 
                     INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key,
-                                      concurrency_key)
+                                      concurrency_key, meta)
                     VALUES (v_ids[v_missing.ord], v_queues[v_missing.ord], v_kinds[v_missing.ord],
                             v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
-                            v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord])
+                            v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord],
+                            v_metas[v_missing.ord])
                     ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
                     DO NOTHING
                     RETURNING id INTO v_id;
@@ -241,5 +256,5 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[]) IS
+COMMENT ON FUNCTION jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[]) IS
     'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';

@@ -1,10 +1,10 @@
 -- jobs_get: a job's progress, for producers that want to know what became of their job.
 --
 -- Promises: one row with the job's state, attempts, max_attempts, run_at (when it is or was
---           due to run next), last_error, created_at and finished_at; no rows for an unknown
---           (or pruned) id. Never returns the payload, queue, kind or lease, so a role that
---           may only call this (jobs_producer) learns nothing about other producers' jobs
---           beyond their progress.
+--           due to run next), last_error, created_at, finished_at and meta (jobs_enqueue's,
+--           e.g. a trace context); no rows for an unknown (or pruned) id. Never returns the
+--           payload, queue, kind or lease, so a role that may only call this (jobs_producer)
+--           learns nothing about other producers' jobs beyond their progress and meta.
 -- Locks:    none (a plain read). States: none.
 -- Errors:   22023 when id is NULL.
 CREATE OR REPLACE FUNCTION jobs_get(id bigint)
@@ -15,7 +15,8 @@ RETURNS TABLE (
     run_at       timestamptz,
     last_error   text,
     created_at   timestamptz,
-    finished_at  timestamptz
+    finished_at  timestamptz,
+    meta         jsonb
 )
 LANGUAGE plpgsql
 STABLE
@@ -29,11 +30,11 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    SELECT j.state, j.attempts, j.max_attempts, j.run_at, j.last_error, j.created_at, j.finished_at
+    SELECT j.state, j.attempts, j.max_attempts, j.run_at, j.last_error, j.created_at, j.finished_at, j.meta
     FROM jobs j
     WHERE j.id = jobs_get.id;
 END;
 $$;
 
 COMMENT ON FUNCTION jobs_get(bigint) IS
-    'skiplock: a job''s state, attempts, max_attempts, run_at, last_error, created_at and finished_at (no payload); no rows for an unknown id.';
+    'skiplock: a job''s state, attempts, max_attempts, run_at, last_error, created_at, finished_at and meta (no payload); no rows for an unknown id.';
