@@ -44,13 +44,16 @@ var workCommand = &command{
 	summary:  "work a queue by running a program for each job (any language)",
 	help: `Works queue Q like a Go client (the driver: LISTEN and a poll, claims sized to the free
 slots, batched completions, heartbeats, periodic jobs_maintain), running COMMAND for each
-job with /bin/sh -c, so any program can be a handler. Jobs of every kind are run.
+job, so any program can be a handler. Jobs of every kind are run. COMMAND is run directly
+(split at spaces) when it is plain words, else with /bin/sh -c; when a shell runs it, a
+SIGTERM ends the shell at once and the job's error says so, whatever the program did.
 
 The command gets the job's JSON payload on stdin, and these environment variables on top of
 skiplock's own: SKIPLOCK_JOB_ID, SKIPLOCK_ATTEMPT (the attempt number, from 1),
 SKIPLOCK_KIND and SKIPLOCK_QUEUE. Its stdout and stderr go to skiplock's. It runs in a
 process group of its own; while it runs, heartbeats keep the job's lease. When --timeout
-passes (or the job is lost), the group gets SIGTERM, then SIGKILL --kill-after later.
+passes (or the job is lost), the group gets SIGTERM, then SIGKILL when any of it is left
+--kill-after later. What the command leaves running in its group when it exits is killed.
 
 The command's exit status decides the job's fate:
   0    the job is done (completed);
@@ -71,7 +74,7 @@ Connection: --database-url (default $DATABASE_URL, else the PG* variables), --sc
 	setup: func(fs *flag.FlagSet) func(context.Context, *call) error {
 		var o workOpts
 		fs.StringVar(&o.queue, "queue", "", "the queue to work (required)")
-		fs.StringVar(&o.command, "exec", "", "the command to run for each job, with /bin/sh -c (required)")
+		fs.StringVar(&o.command, "exec", "", "the command to run for each job (required)")
 		fs.IntVar(&o.slots, "slots", driver.SlotsDefault, "jobs run at once")
 		fs.DurationVar(&o.lease, "lease", driver.LeaseDefault, "the lease of a claimed job; heartbeats extend it every lease/3")
 		fs.DurationVar(&o.timeout, "timeout", driver.JobTimeoutDefault, "the longest a command may run (-1ns: no limit)")
@@ -174,7 +177,7 @@ type execHandler struct {
 }
 
 func (h *execHandler) run(ctx context.Context, job *driver.Job[json.RawMessage]) error {
-	cmd := exec.Command("/bin/sh", "-c", h.command)
+	cmd := commandFor(h.command)
 	cmd.Env = append(os.Environ(),
 		"SKIPLOCK_JOB_ID="+strconv.FormatInt(job.ID, 10),
 		"SKIPLOCK_ATTEMPT="+strconv.Itoa(job.Attempt),
@@ -202,12 +205,15 @@ func (h *execHandler) run(ctx context.Context, job *driver.Job[json.RawMessage])
 	select {
 	case waitErr = <-exited:
 	case <-ctx.Done():
+		// The whole group gets SIGTERM and up to killAfter to end; a shell running the
+		// command may exit before its children do, so wait for the group, not the child.
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		kill := time.NewTimer(h.killAfter)
-		select {
-		case waitErr = <-exited:
-			kill.Stop()
-		case <-kill.C:
+		deadline := time.Now().Add(h.killAfter)
+		waitErr = waitUntil(exited, deadline)
+		for syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if waitErr == errStillRunning {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			waitErr = <-exited
 		}
@@ -220,7 +226,7 @@ func (h *execHandler) run(ctx context.Context, job *driver.Job[json.RawMessage])
 	}
 	status := "exit status " + strconv.Itoa(cmd.ProcessState.ExitCode())
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		status = "killed by " + ws.Signal().String()
+		status = "killed by " + signalName(ws.Signal())
 	}
 	if ctx.Err() != nil {
 		status += fmt.Sprintf(" after %s (%v)", "SIGTERM", context.Cause(ctx))
@@ -240,6 +246,48 @@ func (h *execHandler) run(ctx context.Context, job *driver.Job[json.RawMessage])
 		return driver.Cancel(jobErr)
 	}
 	return jobErr
+}
+
+// errStillRunning: the command had not exited by the deadline.
+var errStillRunning = errors.New("still running")
+
+// waitUntil returns the command's exit from exited, or errStillRunning at deadline.
+func waitUntil(exited <-chan error, deadline time.Time) error {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case err := <-exited:
+		return err
+	case <-timer.C:
+		return errStillRunning
+	}
+}
+
+// shellSyntax are the characters that make a command need /bin/sh -c.
+const shellSyntax = "|&;<>()$`\\\"'*?[]#~=%{}!\n"
+
+// commandFor runs command directly, split at spaces, when it is plain words, as make does;
+// otherwise with /bin/sh -c. Run directly, the program is the process skiplock waits for, so
+// its own exit status (not a shell's) decides the job after a SIGTERM too.
+func commandFor(command string) *exec.Cmd {
+	if !strings.ContainsAny(command, shellSyntax) {
+		words := strings.Fields(command)
+		return exec.Command(words[0], words[1:]...)
+	}
+	return exec.Command("/bin/sh", "-c", command)
+}
+
+// signalName is "SIGKILL" rather than Go's "killed".
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return fmt.Sprintf("signal %d (%s)", int(sig), sig)
 }
 
 // tailWriter keeps the last execStderrTailLines lines (at most execStderrTailBytes) of what
