@@ -105,6 +105,8 @@ export class Worker {
     this.timers = [];
     this.listener = null;
     this.done = null;
+    /** Resolves once the worker listens (with listen) and has made its first claims. */
+    this.ready = new Promise((resolve) => { this.readyResolve = resolve; });
   }
 
   /**
@@ -161,6 +163,7 @@ export class Worker {
 
   async shutdown() {
     await this.fetchLoopDone;
+    this.readyResolve();
     if (this.listener) {
       const l = this.listener;
       this.listener = null;
@@ -230,6 +233,7 @@ export class Worker {
         this.stats.claimed += jobs.length;
         for (const job of jobs) this.execute(job);
       }
+      this.readyResolve();
       if (this.stopping) break;
       // Either every free slot is taken (a finished job wakes us) or nothing more is ready
       // (a notification or the poll does).
