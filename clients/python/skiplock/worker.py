@@ -292,7 +292,7 @@ class Worker:
     def _settle(self, ex: _Execution, result: Any) -> None:
         job = ex.job
         if not ex.settle():
-            log.info("skiplock: result of job %d attempt %d ignored: already settled (timed out, lost or completed by its handler)",
+            log.debug("skiplock: result of job %d attempt %d ignored: already settled (timed out, lost or completed by its handler)",
                      job.id, job.attempt)
             return
         try:
