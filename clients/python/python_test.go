@@ -35,9 +35,6 @@ func TestPytest(t *testing.T) {
 	if out, err := exec.Command(py, "-c", "import psycopg, pytest").CombinedOutput(); err != nil {
 		t.Skipf("%s lacks psycopg or pytest (apt-get install python3-psycopg python3-pytest): %s", py, strings.TrimSpace(string(out)))
 	}
-	if testing.Short() {
-		t.Setenv("SKIPLOCK_TEST_SHORT", "1")
-	}
 	url := pgtest.NewDatabase(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
