@@ -1,0 +1,27 @@
+"""The cross-language test's Python programs, run as the exec engineer's test runs them."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ENV = dict(os.environ, PYTHONPATH=str(EXAMPLES.parent))
+
+
+def test_crosslang_examples_do_each_job_once(db_url, conn, queue):
+    out = subprocess.run([sys.executable, EXAMPLES / "crosslang_enqueue.py", db_url, queue, "50"],
+                         env=ENV, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "50"
+    workers = [subprocess.Popen([sys.executable, EXAMPLES / "crosslang_worker.py", db_url, queue, f"py-{i}", "3"],
+                                env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for i in range(2)]
+    outputs = [w.communicate(timeout=60) for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], outputs
+    states = dict(conn.execute("SELECT state::text, count(*) FROM jobs WHERE queue = %s GROUP BY 1", (queue,)).fetchall())
+    assert states == {"done": 50}, outputs
+    effects = conn.execute(
+        "SELECT count(*), count(DISTINCT e.job_id) FROM crosslang_effects e JOIN jobs j ON j.id = e.job_id"
+        " WHERE j.queue = %s AND e.language = 'python'", (queue,)).fetchone()
+    assert effects == (50, 50)
+    assert sum(int(o.split("completed=")[1].split()[0]) for o, _ in outputs) == 50, outputs
