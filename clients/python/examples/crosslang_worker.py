@@ -61,7 +61,10 @@ def main() -> int:
 
     worker = skiplock.Worker(client, {"crosslang": handle}, {queue: 4}, name=name,
                              poll_interval=0.2, shutdown_timeout=10)
-    threading.Timer(seconds, worker.stop).start()
+    # A daemon timer: after SIGTERM stopped the worker, it must not keep the process alive.
+    timer = threading.Timer(seconds, worker.stop)
+    timer.daemon = True
+    timer.start()
     worker.run()
     client.close()
     s = worker.stats
