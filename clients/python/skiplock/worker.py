@@ -41,6 +41,8 @@ TIMEOUT_DEFAULT = timedelta(minutes=1)
 POLL_INTERVAL_DEFAULT = timedelta(seconds=1)
 MAINTAIN_INTERVAL_DEFAULT = timedelta(seconds=5)
 SHUTDOWN_TIMEOUT_DEFAULT = timedelta(seconds=10)
+# How long shutdown waits for handlers told to stop before abandoning them.
+SHUTDOWN_ABANDON_AFTER = 5.0
 COMPLETE_BATCH_DELAY_DEFAULT = timedelta(milliseconds=2)
 COMPLETE_BATCH_SIZE_DEFAULT = 100
 
@@ -91,6 +93,9 @@ class _Execution:
         self.job = job
         self.deadline = deadline
         self.settled = False
+        # shutdown: the shutdown timeout passed while the handler ran; an exception it then
+        # raises releases the job (no attempt spent) instead of failing it.
+        self.shutdown = False
         self.lock = threading.Lock()
 
     def settle(self) -> bool:
@@ -114,7 +119,8 @@ class Worker:
     Durations accept a timedelta or seconds. ``timeout`` bounds one handler's
     run (None: no timeout); when it passes, ``job.cancelled`` is set and the
     job is failed at once with a timeout error, whatever the handler does later.
-    ``heartbeat_interval`` defaults to a third of ``lease``.
+    ``heartbeat_interval`` defaults to a third of ``lease``. ``shutdown_timeout``
+    None waits for running handlers without limit (see _shutdown for the rest).
     ``maintain_interval`` None disables the periodic jobs_maintain.
     """
 
@@ -151,7 +157,8 @@ class Worker:
         # listening is set once LISTEN jobs_ready is in place (tests wait for it).
         self.listening = threading.Event()
 
-        self._stopping = threading.Event()
+        self._stopping = threading.Event()  # stop claiming
+        self._closing = threading.Event()  # handlers are done or abandoned: stop the helpers
         self._stopped = threading.Event()
         self._wake = threading.Event()
         self._lock = threading.Lock()
@@ -277,7 +284,7 @@ class Worker:
             except (Snooze, Cancel, RetryAt) as r:
                 result = r
             except BaseException:
-                result = _Failure(traceback.format_exc())
+                result = _Release() if ex.shutdown else _Failure(traceback.format_exc())
             self._settle(ex, result)
         finally:
             with self._lock:
@@ -304,6 +311,8 @@ class Worker:
                 self._record("failed", job, self.client.fail(job.id, job.attempt, result.error, retry_at=result.when) is not None)
             elif isinstance(result, _Failure):
                 self._record("failed", job, self.client.fail(job.id, job.attempt, result.error) is not None)
+            elif isinstance(result, _Release):
+                self._record("given_back", job, self.client.snooze(job.id, job.attempt, delay=timedelta(0)))
             else:
                 self._completions.put(job)
         except Exception:
@@ -348,8 +357,7 @@ class Worker:
 
     def _heartbeat_loop(self) -> None:
         next_beat = time.monotonic() + self.heartbeat_interval
-        while not self._stopped.is_set() and not (self._stopping.is_set() and self._idle()):
-            time.sleep(0.02)
+        while not self._closing.wait(0.02):
             now = time.monotonic()
             with self._lock:
                 running = [ex for ex in self._running.values() if not ex.settled]
@@ -397,8 +405,6 @@ class Worker:
             try:
                 first = self._completions.get(timeout=0.1)
             except queuelib.Empty:
-                if self._stopped_completing:
-                    return
                 continue
             if first is None:
                 self._drain_completions()
@@ -417,8 +423,6 @@ class Worker:
                     return
                 batch.append(item)
             self._flush(batch)
-
-    _stopped_completing = False
 
     def _drain_completions(self) -> None:
         batch = []
@@ -460,23 +464,39 @@ class Worker:
                 log.exception("skiplock: jobs_maintain failed")
 
     def _shutdown(self, helpers: list[threading.Thread]) -> None:
-        deadline = time.monotonic() + (self.shutdown_timeout or 0)
-        while not self._idle() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if not self._idle():
+        """The Go driver's shutdown (driver.Client.Run): claiming has stopped; wait up to
+        shutdown_timeout for running handlers (heartbeats go on meanwhile), then set
+        job.cancelled and wait SHUTDOWN_ABANDON_AFTER more. A handler that then returns
+        None completes its job; one that raises has its job released (jobs_snooze to now,
+        no attempt spent). A handler still running after that is abandoned: its job runs
+        again once its lease expires. Finally the pending completions are flushed."""
+        self._stopping.set()
+        if not self._wait_idle(self.shutdown_timeout):
             with self._lock:
                 left = list(self._running.values())
+            log.warning("skiplock: %d handlers still running after the shutdown timeout; telling them to stop", len(left))
             for ex in left:
+                ex.shutdown = True
                 ex.job.cancelled.set()
-            log.warning("skiplock: %d handlers still running after the shutdown timeout; told them to stop", len(left))
-            grace = time.monotonic() + 1.0
-            while not self._idle() and time.monotonic() < grace:
-                time.sleep(0.01)
+            if not self._wait_idle(SHUTDOWN_ABANDON_AFTER):
+                log.warning("skiplock: abandoning %d handlers that ignore job.cancelled; their jobs run again after their lease expires",
+                            len(self._job_threads))
+        self._closing.set()
         self._completions.put(None)
-        self._stopped_completing = True
-        self._stopping.set()
         for t in helpers:
-            t.join(timeout=5)
+            t.join(timeout=10)
+
+    def _wait_idle(self, timeout: float | None) -> bool:
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        while not self._idle():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+
+class _Release:
+    """The exception of a handler told to stop by shutdown: give the job back, unfailed."""
 
 
 class _Failure:

@@ -204,3 +204,29 @@ def test_worker_rejects_bad_config(client):
         skiplock.Worker(client, {"k": print}, {"q": 0})
     with pytest.raises(ValueError):
         skiplock.Worker(client, {"k": print}, lease=0)
+
+
+def test_shutdown_timeout_releases_or_completes(client, conn, queue):
+    started = threading.Barrier(3)
+
+    def gives_up(job):
+        started.wait(5)
+        job.cancelled.wait(10)
+        raise RuntimeError("stopped by shutdown")
+
+    def finishes(job):
+        started.wait(5)
+        job.cancelled.wait(10)
+
+    released = client.enqueue("gives_up", queue=queue)
+    finished = client.enqueue("finishes", queue=queue)
+    w = worker(client, {"gives_up": gives_up, "finishes": finishes}, queue, shutdown_timeout=0.2).start()
+    started.wait(10)
+    t0 = time.monotonic()
+    w.stop(wait=True)
+    assert time.monotonic() - t0 < 3
+    # released: queued again, ready now, no error recorded, no attempt spent
+    state, attempts, max_attempts, last_error, _ = job_row(conn, released)
+    assert (state, attempts, max_attempts, last_error) == ("queued", 1, 6, None)
+    assert job_row(conn, finished)[0] == "done"
+    assert w.stats.given_back == 1 and w.stats.completed == 1 and w.stats.failed == 0
