@@ -22,7 +22,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any, Callable, Mapping
 
 import psycopg
@@ -45,6 +45,8 @@ SHUTDOWN_TIMEOUT_DEFAULT = timedelta(seconds=10)
 SHUTDOWN_ABANDON_AFTER = 5.0
 COMPLETE_BATCH_DELAY_DEFAULT = timedelta(milliseconds=2)
 COMPLETE_BATCH_SIZE_DEFAULT = 100
+# The most jobs one claim takes, never more than the free slots (the Go driver's BatchSizeDefault).
+CLAIM_BATCH_MAX = 1000
 
 
 def _seconds(value: timedelta | float | None) -> float | None:
@@ -168,6 +170,7 @@ class Worker:
         self._job_threads: set[threading.Thread] = set()
         self._completions: queuelib.Queue = queuelib.Queue()
         self._thread: threading.Thread | None = None
+        self._ran = False
 
     # -- public -----------------------------------------------------------
 
@@ -175,6 +178,7 @@ class Worker:
         """Works jobs until stop(), SIGTERM or SIGINT, then shuts down gracefully:
         stops claiming, waits up to shutdown_timeout for running handlers, flushes
         completions. Signal handlers are installed only when called from the main thread."""
+        self._claim_run()
         previous = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -187,9 +191,16 @@ class Worker:
 
     def start(self) -> "Worker":
         """Runs the worker in a background thread; stop(wait=True) ends it."""
+        self._claim_run()
         self._thread = threading.Thread(target=self._run, name=f"skiplock-worker-{self.name}", daemon=True)
         self._thread.start()
         return self
+
+    def _claim_run(self) -> None:
+        with self._lock:
+            if self._ran:
+                raise RuntimeError("Worker: already run; a worker runs once, make a new one to run again")
+            self._ran = True
 
     def stop(self, wait: bool = False) -> None:
         """Asks the worker to shut down gracefully; with wait, until it has
@@ -210,7 +221,12 @@ class Worker:
             self.stats.add("fenced")
             log.warning("skiplock: job %d attempt %d is no longer held; not completing it", job.id, job.attempt)
             return False
-        ok = self.client.complete(job.id, job.attempt, conn=conn)
+        try:
+            ok = self.client.complete(job.id, job.attempt, conn=conn)
+        except BaseException:
+            with ex.lock:
+                ex.settled = False  # nothing was recorded: the handler's outcome decides
+            raise
         self.stats.add("completed" if ok else "fenced")
         if not ok:
             log.warning("skiplock: complete of job %d attempt %d was fenced: the job is no longer held",
@@ -244,14 +260,19 @@ class Worker:
                         free = slots - self._busy[q]
                     if free <= 0 or self._stopping.is_set():
                         continue
-                    jobs = self.client.claim(self.name, free, queues=[q], lease=self.lease)
+                    want = min(free, CLAIM_BATCH_MAX)
+                    try:
+                        jobs = self.client.claim(self.name, want, queues=[q], lease=self.lease)
+                    except Exception:
+                        log.exception("skiplock: claim from queue %r failed; trying again in %.1fs", q, self.poll_interval)
+                        continue
                     self.stats.add("claimed", len(jobs))
                     with self._lock:
-                        self._more[q] = len(jobs) == free
+                        self._more[q] = len(jobs) == want
                     for job in jobs:
                         self._start(job)
             except Exception:
-                log.exception("skiplock: claim failed; trying again in %.1fs", self.poll_interval)
+                log.exception("skiplock: fetch loop error; trying again in %.1fs", self.poll_interval)
             self._wake.wait(self.poll_interval)
 
     def _start(self, job: Job) -> None:

@@ -7,9 +7,10 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import psycopg
+import pytest
 
 import skiplock
-from test_parity import states, wait_for
+from helpers import states, wait_for
 
 
 def worker(client, handlers, queue, slots=2, **kw):
@@ -197,7 +198,6 @@ def test_periodic_maintain_requeues_expired(client, conn, queue):
 
 
 def test_worker_rejects_bad_config(client):
-    import pytest
     with pytest.raises(ValueError):
         skiplock.Worker(client, {}, {"q": 1})
     with pytest.raises(ValueError):
@@ -230,3 +230,12 @@ def test_shutdown_timeout_releases_or_completes(client, conn, queue):
     assert (state, attempts, max_attempts, last_error) == ("queued", 1, 6, None)
     assert job_row(conn, finished)[0] == "done"
     assert w.stats.given_back == 1 and w.stats.completed == 1 and w.stats.failed == 0
+
+
+def test_worker_runs_once(client, queue):
+    w = worker(client, {"k": lambda job: None}, queue).start()
+    try:
+        with pytest.raises(RuntimeError):
+            w.start()
+    finally:
+        w.stop(wait=True)
