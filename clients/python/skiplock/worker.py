@@ -149,7 +149,11 @@ class Worker:
         if self.lease <= timedelta(0):
             raise ValueError("Worker: lease must be positive")
         self.timeout = _seconds(timeout)
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("Worker: timeout must be positive, or None for no timeout")
         self.poll_interval = _seconds(poll_interval)
+        if self.poll_interval <= 0:
+            raise ValueError("Worker: poll_interval must be positive")
         self.heartbeat_interval = _seconds(heartbeat_interval) or self.lease.total_seconds() / 3
         self.shutdown_timeout = _seconds(shutdown_timeout)
         self.maintain_interval = _seconds(maintain_interval)
@@ -203,11 +207,13 @@ class Worker:
             self._ran = True
 
     def stop(self, wait: bool = False) -> None:
-        """Asks the worker to shut down gracefully; with wait, until it has
-        (only for a worker started with start(), or from another thread than run()'s)."""
+        """Asks the worker to shut down gracefully; with wait, until it has (from
+        another thread than run()'s). Before run() or start(), they then return at once."""
         self._stopping.set()
         self._wake.set()
-        if wait:
+        with self._lock:
+            ran = self._ran
+        if wait and ran:
             self._stopped.wait()
 
     def complete_tx(self, job: Job, conn: psycopg.Connection) -> bool:

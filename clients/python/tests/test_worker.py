@@ -204,6 +204,14 @@ def test_worker_rejects_bad_config(client):
         skiplock.Worker(client, {"k": print}, {"q": 0})
     with pytest.raises(ValueError):
         skiplock.Worker(client, {"k": print}, lease=0)
+    with pytest.raises(ValueError):
+        skiplock.Worker(client, {"k": print}, timeout=0)
+
+
+def test_stop_before_run_returns_at_once(client, queue):
+    w = worker(client, {"k": lambda job: None}, queue)
+    w.stop(wait=True)
+    w.run()  # returns at once: it was stopped
 
 
 def test_shutdown_timeout_releases_or_completes(client, conn, queue):
