@@ -61,11 +61,11 @@ def main() -> int:
 
     worker = skiplock.Worker(client, {"crosslang": handle}, {queue: 4}, name=name,
                              poll_interval=0.2, shutdown_timeout=10)
-    # A daemon timer: after SIGTERM stopped the worker, it must not keep the process alive.
     timer = threading.Timer(seconds, worker.stop)
     timer.daemon = True
     timer.start()
-    worker.run()
+    worker.run()  # returns after SECONDS, or sooner on SIGTERM/SIGINT
+    timer.cancel()
     client.close()
     s = worker.stats
     print(f"{name}: claimed={s.claimed} completed={s.completed} failed={s.failed} fenced={s.fenced} lost={s.lost}")

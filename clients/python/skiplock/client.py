@@ -42,6 +42,9 @@ class Job:
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
 
+_JOB_FIELDS = frozenset(f for f in Job.__dataclass_fields__ if f != "cancelled")
+
+
 class _Arg:
     """One named SQL argument: the value and the SQL that receives it (with its cast)."""
 
@@ -259,7 +262,8 @@ class Client:
             _Arg("lease", lease, "interval"),
         ]
         rows = self._call("jobs_claim", args, conn, scalar=False, many=True)
-        return [Job(**row) for row in rows]
+        # Only the columns Job knows, so a later skiplock that adds one breaks nothing.
+        return [Job(**{k: v for k, v in row.items() if k in _JOB_FIELDS}) for row in rows]
 
     def complete(self, id: int, attempt: int, *, conn: psycopg.Connection | None = None) -> bool:
         """jobs_complete: True when the job was running at that attempt and is now done;

@@ -22,7 +22,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any, Callable, Mapping
 
 import psycopg
@@ -41,8 +41,12 @@ TIMEOUT_DEFAULT = timedelta(minutes=1)
 POLL_INTERVAL_DEFAULT = timedelta(seconds=1)
 MAINTAIN_INTERVAL_DEFAULT = timedelta(seconds=5)
 SHUTDOWN_TIMEOUT_DEFAULT = timedelta(seconds=10)
+# How long shutdown waits for handlers told to stop before abandoning them.
+SHUTDOWN_ABANDON_AFTER = 5.0
 COMPLETE_BATCH_DELAY_DEFAULT = timedelta(milliseconds=2)
 COMPLETE_BATCH_SIZE_DEFAULT = 100
+# The most jobs one claim takes, never more than the free slots (the Go driver's BatchSizeDefault).
+CLAIM_BATCH_MAX = 1000
 
 
 def _seconds(value: timedelta | float | None) -> float | None:
@@ -91,6 +95,9 @@ class _Execution:
         self.job = job
         self.deadline = deadline
         self.settled = False
+        # shutdown: the shutdown timeout passed while the handler ran; an exception it then
+        # raises releases the job (no attempt spent) instead of failing it.
+        self.shutdown = False
         self.lock = threading.Lock()
 
     def settle(self) -> bool:
@@ -114,7 +121,8 @@ class Worker:
     Durations accept a timedelta or seconds. ``timeout`` bounds one handler's
     run (None: no timeout); when it passes, ``job.cancelled`` is set and the
     job is failed at once with a timeout error, whatever the handler does later.
-    ``heartbeat_interval`` defaults to a third of ``lease``.
+    ``heartbeat_interval`` defaults to a third of ``lease``. ``shutdown_timeout``
+    None waits for running handlers without limit (see _shutdown for the rest).
     ``maintain_interval`` None disables the periodic jobs_maintain.
     """
 
@@ -141,7 +149,11 @@ class Worker:
         if self.lease <= timedelta(0):
             raise ValueError("Worker: lease must be positive")
         self.timeout = _seconds(timeout)
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("Worker: timeout must be positive, or None for no timeout")
         self.poll_interval = _seconds(poll_interval)
+        if self.poll_interval <= 0:
+            raise ValueError("Worker: poll_interval must be positive")
         self.heartbeat_interval = _seconds(heartbeat_interval) or self.lease.total_seconds() / 3
         self.shutdown_timeout = _seconds(shutdown_timeout)
         self.maintain_interval = _seconds(maintain_interval)
@@ -151,7 +163,8 @@ class Worker:
         # listening is set once LISTEN jobs_ready is in place (tests wait for it).
         self.listening = threading.Event()
 
-        self._stopping = threading.Event()
+        self._stopping = threading.Event()  # stop claiming
+        self._closing = threading.Event()  # handlers are done or abandoned: stop the helpers
         self._stopped = threading.Event()
         self._wake = threading.Event()
         self._lock = threading.Lock()
@@ -161,6 +174,7 @@ class Worker:
         self._job_threads: set[threading.Thread] = set()
         self._completions: queuelib.Queue = queuelib.Queue()
         self._thread: threading.Thread | None = None
+        self._ran = False
 
     # -- public -----------------------------------------------------------
 
@@ -168,6 +182,7 @@ class Worker:
         """Works jobs until stop(), SIGTERM or SIGINT, then shuts down gracefully:
         stops claiming, waits up to shutdown_timeout for running handlers, flushes
         completions. Signal handlers are installed only when called from the main thread."""
+        self._claim_run()
         previous = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -180,16 +195,25 @@ class Worker:
 
     def start(self) -> "Worker":
         """Runs the worker in a background thread; stop(wait=True) ends it."""
+        self._claim_run()
         self._thread = threading.Thread(target=self._run, name=f"skiplock-worker-{self.name}", daemon=True)
         self._thread.start()
         return self
 
+    def _claim_run(self) -> None:
+        with self._lock:
+            if self._ran:
+                raise RuntimeError("Worker: already run; a worker runs once, make a new one to run again")
+            self._ran = True
+
     def stop(self, wait: bool = False) -> None:
-        """Asks the worker to shut down gracefully; with wait, until it has
-        (only for a worker started with start(), or from another thread than run()'s)."""
+        """Asks the worker to shut down gracefully; with wait, until it has (from
+        another thread than run()'s). Before run() or start(), they then return at once."""
         self._stopping.set()
         self._wake.set()
-        if wait:
+        with self._lock:
+            ran = self._ran
+        if wait and ran:
             self._stopped.wait()
 
     def complete_tx(self, job: Job, conn: psycopg.Connection) -> bool:
@@ -203,7 +227,12 @@ class Worker:
             self.stats.add("fenced")
             log.warning("skiplock: job %d attempt %d is no longer held; not completing it", job.id, job.attempt)
             return False
-        ok = self.client.complete(job.id, job.attempt, conn=conn)
+        try:
+            ok = self.client.complete(job.id, job.attempt, conn=conn)
+        except BaseException:
+            with ex.lock:
+                ex.settled = False  # nothing was recorded: the handler's outcome decides
+            raise
         self.stats.add("completed" if ok else "fenced")
         if not ok:
             log.warning("skiplock: complete of job %d attempt %d was fenced: the job is no longer held",
@@ -237,14 +266,19 @@ class Worker:
                         free = slots - self._busy[q]
                     if free <= 0 or self._stopping.is_set():
                         continue
-                    jobs = self.client.claim(self.name, free, queues=[q], lease=self.lease)
+                    want = min(free, CLAIM_BATCH_MAX)
+                    try:
+                        jobs = self.client.claim(self.name, want, queues=[q], lease=self.lease)
+                    except Exception:
+                        log.exception("skiplock: claim from queue %r failed; trying again in %.1fs", q, self.poll_interval)
+                        continue
                     self.stats.add("claimed", len(jobs))
                     with self._lock:
-                        self._more[q] = len(jobs) == free
+                        self._more[q] = len(jobs) == want
                     for job in jobs:
                         self._start(job)
             except Exception:
-                log.exception("skiplock: claim failed; trying again in %.1fs", self.poll_interval)
+                log.exception("skiplock: fetch loop error; trying again in %.1fs", self.poll_interval)
             self._wake.wait(self.poll_interval)
 
     def _start(self, job: Job) -> None:
@@ -277,7 +311,7 @@ class Worker:
             except (Snooze, Cancel, RetryAt) as r:
                 result = r
             except BaseException:
-                result = _Failure(traceback.format_exc())
+                result = _Release() if ex.shutdown else _Failure(traceback.format_exc())
             self._settle(ex, result)
         finally:
             with self._lock:
@@ -304,6 +338,8 @@ class Worker:
                 self._record("failed", job, self.client.fail(job.id, job.attempt, result.error, retry_at=result.when) is not None)
             elif isinstance(result, _Failure):
                 self._record("failed", job, self.client.fail(job.id, job.attempt, result.error) is not None)
+            elif isinstance(result, _Release):
+                self._record("given_back", job, self.client.snooze(job.id, job.attempt, delay=timedelta(0)))
             else:
                 self._completions.put(job)
         except Exception:
@@ -348,8 +384,7 @@ class Worker:
 
     def _heartbeat_loop(self) -> None:
         next_beat = time.monotonic() + self.heartbeat_interval
-        while not self._stopped.is_set() and not (self._stopping.is_set() and self._idle()):
-            time.sleep(0.02)
+        while not self._closing.wait(0.02):
             now = time.monotonic()
             with self._lock:
                 running = [ex for ex in self._running.values() if not ex.settled]
@@ -397,8 +432,6 @@ class Worker:
             try:
                 first = self._completions.get(timeout=0.1)
             except queuelib.Empty:
-                if self._stopped_completing:
-                    return
                 continue
             if first is None:
                 self._drain_completions()
@@ -417,8 +450,6 @@ class Worker:
                     return
                 batch.append(item)
             self._flush(batch)
-
-    _stopped_completing = False
 
     def _drain_completions(self) -> None:
         batch = []
@@ -460,23 +491,39 @@ class Worker:
                 log.exception("skiplock: jobs_maintain failed")
 
     def _shutdown(self, helpers: list[threading.Thread]) -> None:
-        deadline = time.monotonic() + (self.shutdown_timeout or 0)
-        while not self._idle() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if not self._idle():
+        """The Go driver's shutdown (driver.Client.Run): claiming has stopped; wait up to
+        shutdown_timeout for running handlers (heartbeats go on meanwhile), then set
+        job.cancelled and wait SHUTDOWN_ABANDON_AFTER more. A handler that then returns
+        None completes its job; one that raises has its job released (jobs_snooze to now,
+        no attempt spent). A handler still running after that is abandoned: its job runs
+        again once its lease expires. Finally the pending completions are flushed."""
+        self._stopping.set()
+        if not self._wait_idle(self.shutdown_timeout):
             with self._lock:
                 left = list(self._running.values())
+            log.warning("skiplock: %d handlers still running after the shutdown timeout; telling them to stop", len(left))
             for ex in left:
+                ex.shutdown = True
                 ex.job.cancelled.set()
-            log.warning("skiplock: %d handlers still running after the shutdown timeout; told them to stop", len(left))
-            grace = time.monotonic() + 1.0
-            while not self._idle() and time.monotonic() < grace:
-                time.sleep(0.01)
+            if not self._wait_idle(SHUTDOWN_ABANDON_AFTER):
+                log.warning("skiplock: abandoning %d handlers that ignore job.cancelled; their jobs run again after their lease expires",
+                            len(self._job_threads))
+        self._closing.set()
         self._completions.put(None)
-        self._stopped_completing = True
-        self._stopping.set()
         for t in helpers:
-            t.join(timeout=5)
+            t.join(timeout=10)
+
+    def _wait_idle(self, timeout: float | None) -> bool:
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        while not self._idle():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+
+class _Release:
+    """The exception of a handler told to stop by shutdown: give the job back, unfailed."""
 
 
 class _Failure:

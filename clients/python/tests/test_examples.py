@@ -1,8 +1,10 @@
 """The cross-language test's Python programs, run as the exec engineer's test runs them."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -25,3 +27,15 @@ def test_crosslang_examples_do_each_job_once(db_url, conn, queue):
         " WHERE j.queue = %s AND e.language = 'python'", (queue,)).fetchone()
     assert effects == (50, 50)
     assert sum(int(o.split("completed=")[1].split()[0]) for o, _ in outputs) == 50, outputs
+
+
+def test_crosslang_worker_drains_on_sigterm(db_url, queue):
+    w = subprocess.Popen([sys.executable, EXAMPLES / "crosslang_worker.py", db_url, queue, "py-term", "60"],
+                         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    t0 = time.monotonic()
+    w.send_signal(signal.SIGTERM)
+    out, err = w.communicate(timeout=30)
+    assert w.returncode == 0, err
+    assert time.monotonic() - t0 < 5
+    assert out.startswith("py-term: claimed=0 completed=0")

@@ -9,20 +9,7 @@ import psycopg
 import pytest
 
 import skiplock
-
-
-def wait_for(cond, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def states(conn, queue):
-    rows = conn.execute("SELECT state::text, count(*) FROM jobs WHERE queue = %s GROUP BY state", (queue,)).fetchall()
-    return dict(rows)
+from helpers import states, wait_for
 
 
 def test_rolled_back_enqueue_leaves_nothing(client, db_url, conn, queue):

@@ -7,9 +7,10 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import psycopg
+import pytest
 
 import skiplock
-from test_parity import states, wait_for
+from helpers import states, wait_for
 
 
 def worker(client, handlers, queue, slots=2, **kw):
@@ -197,10 +198,52 @@ def test_periodic_maintain_requeues_expired(client, conn, queue):
 
 
 def test_worker_rejects_bad_config(client):
-    import pytest
     with pytest.raises(ValueError):
         skiplock.Worker(client, {}, {"q": 1})
     with pytest.raises(ValueError):
         skiplock.Worker(client, {"k": print}, {"q": 0})
     with pytest.raises(ValueError):
         skiplock.Worker(client, {"k": print}, lease=0)
+    with pytest.raises(ValueError):
+        skiplock.Worker(client, {"k": print}, timeout=0)
+
+
+def test_stop_before_run_returns_at_once(client, queue):
+    w = worker(client, {"k": lambda job: None}, queue)
+    w.stop(wait=True)
+    w.run()  # returns at once: it was stopped
+
+
+def test_shutdown_timeout_releases_or_completes(client, conn, queue):
+    started = threading.Barrier(3)
+
+    def gives_up(job):
+        started.wait(5)
+        job.cancelled.wait(10)
+        raise RuntimeError("stopped by shutdown")
+
+    def finishes(job):
+        started.wait(5)
+        job.cancelled.wait(10)
+
+    released = client.enqueue("gives_up", queue=queue)
+    finished = client.enqueue("finishes", queue=queue)
+    w = worker(client, {"gives_up": gives_up, "finishes": finishes}, queue, shutdown_timeout=0.2).start()
+    started.wait(10)
+    t0 = time.monotonic()
+    w.stop(wait=True)
+    assert time.monotonic() - t0 < 3
+    # released: queued again, ready now, no error recorded, no attempt spent
+    state, attempts, max_attempts, last_error, _ = job_row(conn, released)
+    assert (state, attempts, max_attempts, last_error) == ("queued", 1, 6, None)
+    assert job_row(conn, finished)[0] == "done"
+    assert w.stats.given_back == 1 and w.stats.completed == 1 and w.stats.failed == 0
+
+
+def test_worker_runs_once(client, queue):
+    w = worker(client, {"k": lambda job: None}, queue).start()
+    try:
+        with pytest.raises(RuntimeError):
+            w.start()
+    finally:
+        w.stop(wait=True)
