@@ -39,7 +39,7 @@ test('a thrown error is recorded with its stack through jobs_fail', async (t) =>
   assert.match(job.lastError, /worker\.test\.js/);
   assert.equal(worker.stats.failed, 1);
   assert.deepEqual(events.map((e) => [e.type, e.state]), [['failed', 'dead']]);
-  assert.match(logger.lines.warn.join('\n'), /failed; now dead/);
+  assert.match(logger.lines.warn.join('\n'), /attempt 1 failed; now dead: bad payload 1/);
 });
 
 test('Snooze, Cancel and RetryAt results, returned or thrown', async (t) => {
