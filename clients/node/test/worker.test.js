@@ -233,3 +233,24 @@ test('jobs claimed but not started at shutdown are given back', async (t) => {
   assert.equal(job.attempts, 1);
   assert.equal(job.maxAttempts, 6);
 });
+
+test('the listener reconnects after losing its connection, and notifications wake the worker again', async (t) => {
+  const client = newClient(t);
+  const admin = await newConn(t);
+  const queue = queueName('relisten');
+  const logger = recordingLogger();
+  const started = [];
+  const worker = startWorker(t, client, queue, { ping: async (job) => { started.push(job.id); } }, {
+    pollInterval: 60000, // only a notification can wake it within the test's deadline
+    logger,
+  });
+  await worker.ready;
+  const pid = worker.listener.processID;
+  await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+  await waitFor('a new listener', () => worker.listener && worker.listener.processID !== pid);
+  await sleep(20); // past the wake-up the reconnect itself makes
+  const id = await client.enqueue('ping', {}, { queue });
+  await waitFor('the job started by a notification', () => started.includes(id), 5000);
+  await worker.stop();
+  assert.match(logger.lines.warn.join('\n'), /listener connection lost/);
+});
