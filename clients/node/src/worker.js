@@ -103,6 +103,7 @@ export class Worker {
     this.wakeResolve = null;
     this.woken = false;
     this.timers = [];
+    this.heartbeating = false;
     this.listener = null;
     this.done = null;
     /** Resolves once the worker listens (with listen) and has made its first claims. */
@@ -343,7 +344,9 @@ export class Worker {
     const state = await this.client.fail(job.id, job.attempt, text, { retryAt });
     if (state === null) return this.fenced(job, 'fail', error);
     this.stats.failed += 1;
-    this.logger.warn?.(`skiplock: job ${job.id} (${job.kind}) attempt ${job.attempt} failed; now ${state}: ${error?.message ?? error}`);
+    // A retry is routine; a job out of attempts deserves attention.
+    const log = state === 'dead' ? this.logger.warn : this.logger.info;
+    log?.call(this.logger, `skiplock: job ${job.id} (${job.kind}) attempt ${job.attempt} failed; now ${state}: ${error?.message ?? error}`);
     this.emit('failed', job, state, error);
   }
 
@@ -413,6 +416,17 @@ export class Worker {
   }
 
   async heartbeat() {
+    // A slow round must not overlap the next one.
+    if (this.heartbeating) return;
+    this.heartbeating = true;
+    try {
+      await this.heartbeatRound();
+    } finally {
+      this.heartbeating = false;
+    }
+  }
+
+  async heartbeatRound() {
     const exs = [...this.running.values()].filter((ex) => !ex.controller.signal.aborted);
     if (exs.length === 0) return;
     const rows = await this.client.heartbeatMany(exs.map((ex) => ex.job.id), exs.map((ex) => ex.job.attempt), { lease: this.lease });
