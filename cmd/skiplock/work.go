@@ -77,10 +77,10 @@ Connection: --database-url (default $DATABASE_URL, else the PG* variables), --sc
 		fs.StringVar(&o.command, "exec", "", "the command to run for each job (required)")
 		fs.IntVar(&o.slots, "slots", driver.SlotsDefault, "jobs run at once")
 		fs.DurationVar(&o.lease, "lease", driver.LeaseDefault, "the lease of a claimed job; heartbeats extend it every lease/3")
-		fs.DurationVar(&o.timeout, "timeout", driver.JobTimeoutDefault, "the longest a command may run (-1ns: no limit)")
+		fs.DurationVar(&o.timeout, "timeout", driver.JobTimeoutDefault, "the longest a command may run; 0 means no limit")
 		fs.DurationVar(&o.killAfter, "kill-after", 10*time.Second, "SIGKILL this long after SIGTERM")
 		fs.DurationVar(&o.tempfailDelay, "tempfail-delay", 10*time.Second, "how long a job whose command exits 75 waits before it is ready again")
-		fs.DurationVar(&o.grace, "grace", driver.ShutdownTimeoutDefault, "on SIGTERM, how long running commands may finish before they get SIGTERM")
+		fs.DurationVar(&o.grace, "grace", driver.ShutdownTimeoutDefault, "on SIGTERM, how long running commands may finish before they get SIGTERM; 0 means without limit")
 		o.db.register(fs)
 		return func(ctx context.Context, c *call) error {
 			if len(c.args) > 0 {
