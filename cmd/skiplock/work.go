@@ -31,6 +31,10 @@ const (
 	execExitGiveUp = 65
 )
 
+// shutdownKillAfter caps --kill-after when shutdown ends a command, so that the group is
+// gone, and its job given back, before the driver stops waiting for it (5 s).
+const shutdownKillAfter = 3 * time.Second
+
 // execStderrTail is how much of the end of an --exec command's stderr becomes the job's
 // error when it fails: its last lines, at most this many bytes.
 const (
@@ -66,8 +70,9 @@ A failed or cancelled job's error is the exit status and the last lines of the c
 stderr (at most 20 lines, 4 KB).
 
 SIGTERM or SIGINT to skiplock drains: it stops claiming, gives back the jobs it claimed but
-did not start, waits up to --grace for running commands, then sends them SIGTERM (their jobs
-go back to the queue at once, unless they still exit 0) and exits 0.
+did not start, waits up to --grace for running commands, then sends them SIGTERM (and SIGKILL
+at most 3 s later); their jobs go back to the queue at once, unless they still exit 0. Then
+it exits 0.
 
 Connection: --database-url (default $DATABASE_URL, else the PG* variables), --schema.
 `,
@@ -208,7 +213,12 @@ func (h *execHandler) run(ctx context.Context, job *driver.Job[json.RawMessage])
 		// The whole group gets SIGTERM and up to killAfter to end; a shell running the
 		// command may exit before its children do, so wait for the group, not the child.
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		deadline := time.Now().Add(h.killAfter)
+		killAfter := h.killAfter
+		if errors.Is(context.Cause(ctx), driver.ErrShutdown) {
+			// The driver waits only a few seconds more before it abandons the job.
+			killAfter = min(killAfter, shutdownKillAfter)
+		}
+		deadline := time.Now().Add(killAfter)
 		waitErr = waitUntil(exited, deadline)
 		for syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)

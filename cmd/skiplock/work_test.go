@@ -312,6 +312,29 @@ wait`)
 		}
 	})
 
+	t.Run("SIGTERMAfterGraceGivesTheJobBack", func(t *testing.T) {
+		t.Parallel()
+		db, dir := setup(t), t.TempDir()
+		// Ignores SIGTERM: only the SIGKILL after it ends the command.
+		sh := script(t, dir, `trap '' TERM
+echo started > "$(dirname "$0")/started"
+sleep 60 & wait; wait`)
+		id := enqueue(t, db, "k", `{}`, "q", 5)
+		w := startWork(t, db.URL, "--queue", "q", "--exec", sh, "--grace", "200ms")
+		waitFile(t, filepath.Join(dir, "started"))
+		start := time.Now()
+		if code := w.stop(t); code != 0 {
+			t.Fatalf("skiplock work exited %d; stderr:\n%s", code, w.stderr)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("the drain took %s, want the grace plus at most 3 s", took)
+		}
+		// Released, not abandoned: queued and ready now, without waiting for the lease.
+		if j := readJob(t, db, id); j.State != "queued" || j.RunAtInS > 1 {
+			t.Fatalf("job after the drain: %+v, want queued and ready", j)
+		}
+	})
+
 	t.Run("Kill9MidJobRunsItOnceMore", func(t *testing.T) {
 		t.Parallel()
 		db, dir := setup(t), t.TempDir()
