@@ -33,7 +33,8 @@ func TestPytest(t *testing.T) {
 		t.Skipf("%s not found: install python3, python3-psycopg and python3-pytest (apt-get install python3-psycopg python3-pytest)", py)
 	}
 	if out, err := exec.Command(py, "-c", "import psycopg, pytest").CombinedOutput(); err != nil {
-		t.Skipf("%s lacks psycopg or pytest (apt-get install python3-psycopg python3-pytest): %s", py, strings.TrimSpace(string(out)))
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		t.Skipf("%s: %s (apt-get install python3-psycopg python3-pytest)", py, lines[len(lines)-1])
 	}
 	url := pgtest.NewDatabase(t)
 
