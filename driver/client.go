@@ -21,6 +21,7 @@ type Client struct {
 	hook       Hook
 	claimHook  ClaimHook // hook, when it implements ClaimHook
 	handlers   map[string]*handler
+	anyKind    *handler              // Handlers.anyKind: the kinds without a handler; nil if none
 	fetchLoops map[string]*fetchLoop // by queue name
 	queueOrder []*fetchLoop          // fetchLoops sorted by queue name
 	listenCfg  *pgx.ConnConfig
@@ -72,6 +73,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		cfg:        cfg,
 		logger:     cfg.Logger.With(slog.String("skiplock_client", cfg.ID)),
 		hook:       cfg.Hook,
+		anyKind:    cfg.Handlers.anyKind,
 		handlers:   make(map[string]*handler, len(cfg.Handlers.byKind)),
 		fetchLoops: make(map[string]*fetchLoop, len(cfg.Queues)),
 		listenCfg:  listenCfg,

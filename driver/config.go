@@ -225,7 +225,7 @@ func (c *Config) validate() (*Config, error) {
 	}
 	cfg.Queues = queues
 
-	if cfg.Handlers == nil || len(cfg.Handlers.byKind) == 0 {
+	if cfg.Handlers == nil || len(cfg.Handlers.byKind) == 0 && cfg.Handlers.anyKind == nil {
 		return nil, invalid("Handlers", "must have at least one handler (see AddHandler)")
 	}
 	if len(cfg.ID) > 200 {

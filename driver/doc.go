@@ -45,7 +45,8 @@
 // decode into the handler's type cancels the job at once, since retrying cannot help, with
 // the decode error recorded. A handler whose work is itself in PostgreSQL can call
 // [CompleteTx] to complete the job in its own transaction: the work and the completion then
-// commit together, exactly once.
+// commit together, exactly once. [AddDefaultHandler] registers a handler for every kind
+// without one of its own, as `skiplock work --exec` does to run any job.
 //
 // # The fetch loop
 //

@@ -36,6 +36,9 @@ type HandlerOpts struct {
 // in [Config.Handlers]. It is not safe for concurrent use; fill it before NewClient.
 type Handlers struct {
 	byKind map[string]*handler
+
+	// anyKind runs the kinds without a handler of their own (AddDefaultHandler); nil if none.
+	anyKind *handler
 }
 
 // NewHandlers returns an empty set of handlers.
@@ -75,6 +78,31 @@ func AddHandler[T any](handlers *Handlers, kind string, fn HandleFunc[T], opts *
 	case handlers.byKind[kind] != nil:
 		panic("skiplock: AddHandler: kind " + kind + " already has a handler")
 	}
+	handlers.byKind[kind] = newHandler(kind, fn, opts)
+}
+
+// AddDefaultHandler registers fn for the jobs of every kind that has no handler of its own
+// (AddHandler), with payloads decoded from JSON into T (json.RawMessage keeps them as they
+// are). It is for programs that run any job handed to them, such as `skiplock work --exec`,
+// which passes each payload to a command. Without a default handler, a job whose kind has
+// no handler fails and is retried (see AddHandler).
+//
+// AddDefaultHandler panics when handlers is nil, already has a default handler, fn is nil,
+// or opts.Timeout is negative other than -1.
+func AddDefaultHandler[T any](handlers *Handlers, fn HandleFunc[T], opts *HandlerOpts) {
+	switch {
+	case handlers == nil || handlers.byKind == nil:
+		panic("skiplock: AddDefaultHandler: handlers must come from NewHandlers")
+	case fn == nil:
+		panic("skiplock: AddDefaultHandler: fn must not be nil")
+	case handlers.anyKind != nil:
+		panic("skiplock: AddDefaultHandler: handlers already has a default handler")
+	}
+	handlers.anyKind = newHandler("", fn, opts)
+}
+
+// newHandler wraps fn for kind ("" for the default handler). It panics on a bad opts.Timeout.
+func newHandler[T any](kind string, fn HandleFunc[T], opts *HandlerOpts) *handler {
 	if opts == nil {
 		opts = &HandlerOpts{}
 	}
@@ -82,10 +110,11 @@ func AddHandler[T any](handlers *Handlers, kind string, fn HandleFunc[T], opts *
 		panic(fmt.Sprintf("skiplock: AddHandler: HandlerOpts.Timeout must be -1 (none), 0 (default) or positive, got %s", opts.Timeout))
 	}
 	typeName := reflect.TypeFor[T]().String()
-	handlers.byKind[kind] = &handler{
+	return &handler{
 		kind:    kind,
 		timeout: opts.Timeout,
 		run: func(ctx context.Context, ex *execution) (error, error) {
+			kind := ex.row.Kind
 			job := &Job[T]{JobRow: &ex.row, ex: ex}
 			if err := json.Unmarshal(ex.row.EncodedPayload, &job.Payload); err != nil {
 				return fmt.Errorf("failed to decode payload of kind %q into %s: %w", kind, typeName, err), nil

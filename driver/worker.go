@@ -55,6 +55,9 @@ func (fl *fetchLoop) execute(ex *execution) {
 	}
 	h := c.handlers[ex.row.Kind]
 	if h == nil {
+		h = c.anyKind
+	}
+	if h == nil {
 		c.failJob(ex, fmt.Errorf("no handler for kind %q in client %s", ex.row.Kind, c.cfg.ID), nil, 0)
 		return
 	}

@@ -63,6 +63,7 @@ var commands = []*command{
 	scheduleDisableCommand,
 	scheduleTickCommand,
 	maintainCommand,
+	workCommand,
 	uiCommand,
 	statsCommand,
 }

@@ -1,6 +1,7 @@
 // Command skiplock is the operator's tool for a skiplock queue: it installs the schema, adds
 // and inspects jobs, retries, cancels and deletes them one by one or by filter, pauses,
-// resumes and limits queues, manages schedules and shows statistics. Every command is a thin
+// resumes and limits queues, manages schedules, shows statistics and works a queue with any
+// program (work --exec). Every command is a thin
 // call of skiplock's SQL functions (docs/sql-api.md); no queue logic lives here.
 //
 //	skiplock help                  the commands
@@ -12,7 +13,7 @@
 //
 // The commands live in a table (commands.go), one file per family: install.go (migrate,
 // sql), enqueue.go, jobs.go (list, show), actions.go (retry, cancel, delete), queues.go
-// (queues, pause, resume, limit), schedule.go, maintain.go, stats.go; output.go and db.go
+// (queues, pause, resume, limit), schedule.go, maintain.go, work.go (work --exec), stats.go; output.go and db.go
 // hold what they share.
 package main
 

@@ -1,0 +1,11 @@
+// skiplock for Node: a thin client over skiplock's SQL functions and a worker with the Go
+// driver's contract. See README.md in this folder.
+export { Client } from './client.js';
+export {
+  Worker, LEASE_DEFAULT, JOB_TIMEOUT_DEFAULT, POLL_INTERVAL_DEFAULT, MAINTAIN_INTERVAL_DEFAULT,
+  SHUTDOWN_TIMEOUT_DEFAULT, COMPLETE_BATCH_DELAY_DEFAULT, COMPLETE_BATCH_SIZE_DEFAULT, SLOTS_DEFAULT,
+} from './worker.js';
+export {
+  InvalidArgumentError, JobTimeoutError, JobNotHeldError, ShutdownError,
+  Snooze, Cancel, RetryAt, snooze, cancel, retryAt,
+} from './errors.js';

@@ -1,0 +1,446 @@
+// Worker: the Go driver's worker loop in JavaScript. What runs concurrently, all on the one
+// event loop:
+//   - the fetch loop (fetchLoop): waits for a wake-up (a jobs_ready notification for one of
+//     its queues, the poll timer, a freed slot) and claims, per queue, as many jobs as that
+//     queue has free slots;
+//   - the listener: a dedicated pg connection that LISTENs on jobs_ready and reconnects after
+//     losing its connection (then wakes the fetch loop, since notifications were missed);
+//   - one promise per running job: the handler, given an AbortSignal that fires on timeout, on
+//     losing the job, and at the end of the shutdown grace period;
+//   - the completer: successes are completed in batches with jobs_complete_many;
+//   - the heartbeat timer: jobs_heartbeat_many for every running job each heartbeatInterval;
+//     a job missing from the answer is aborted with JobNotHeldError;
+//   - the maintenance timer: jobs_maintain every maintainInterval.
+// Every fenced call that finds the job no longer held (false, NULL, an id missing from a
+// _many result) is counted in stats.fenced and logged, never retried.
+
+import os from 'node:os';
+import pg from 'pg';
+import { Client } from './client.js';
+import {
+  Cancel, JobNotHeldError, JobTimeoutError, RetryAt, ShutdownError, Snooze,
+} from './errors.js';
+
+export const LEASE_DEFAULT = 5 * 60 * 1000;
+export const JOB_TIMEOUT_DEFAULT = 60 * 1000;
+export const POLL_INTERVAL_DEFAULT = 1000;
+export const MAINTAIN_INTERVAL_DEFAULT = 5000;
+export const SHUTDOWN_TIMEOUT_DEFAULT = 10 * 1000;
+export const COMPLETE_BATCH_DELAY_DEFAULT = 2;
+export const COMPLETE_BATCH_SIZE_DEFAULT = 100;
+export const SLOTS_DEFAULT = 10;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * new Worker(client, options)
+ *
+ * options:
+ *   handlers          {kind: async (job, {signal, complete}) => result}. Required. A handler
+ *                     that returns normally completes its job (in a batch); one that throws
+ *                     fails it through jobs_fail with the error's stack. Returning or throwing
+ *                     Snooze, Cancel or RetryAt snoozes, cancels or retries the job at a time.
+ *                     `signal` fires on timeout (JobTimeoutError), when the job is lost
+ *                     (JobNotHeldError) and at the end of the shutdown grace period
+ *                     (ShutdownError). `complete(db)` calls jobs_complete on `db`, the pg
+ *                     Client of the handler's own transaction, so the handler's writes and the
+ *                     completion commit together; it returns false when the job is no longer
+ *                     held (roll back then). A job of a kind without a handler is cancelled.
+ *   queues            {name: slots}: the queues to work and how many jobs of each may run at
+ *                     once. Defaults to {default: 10}.
+ *   name              the worker's name in lease_holder. Defaults to host:pid:random.
+ *   lease             ms each claim and heartbeat leases a job for. Defaults to 5 minutes.
+ *   heartbeatInterval ms between heartbeats. Defaults to lease / 3.
+ *   timeout           ms a job may run before its signal fires. Defaults to 1 minute;
+ *                     -1 means no timeout.
+ *   pollInterval      ms between claims when nothing wakes the worker. Defaults to 1000.
+ *   listen            LISTEN on jobs_ready for immediate wake-ups. Defaults to true.
+ *   maintainInterval  ms between jobs_maintain rounds. Defaults to 5000; -1 disables them.
+ *   shutdownTimeout   ms that stop() waits for running jobs before aborting them (they are
+ *                     then given back with jobs_snooze(now())). Defaults to 10000.
+ *   completeBatchDelay, completeBatchSize: a batch of completions is sent when it has
+ *                     completeBatchSize jobs or is completeBatchDelay ms old. Defaults to 2
+ *                     ms and 100.
+ *   handleSignals     stop gracefully on SIGTERM and SIGINT while run() runs. Defaults to true.
+ *   logger            an object with info, warn and error methods. Defaults to console.
+ *   onEvent           called with {type, job, state, error} after each job's outcome is
+ *                     recorded (type: completed, failed, snoozed, cancelled, lost).
+ */
+export class Worker {
+  constructor(client, options = {}) {
+    if (!(client instanceof Client)) throw new TypeError('skiplock: Worker needs a skiplock Client');
+    if (!options.handlers || typeof options.handlers !== 'object') {
+      throw new TypeError('skiplock: Worker options.handlers must map kinds to functions');
+    }
+    this.client = client;
+    this.handlers = options.handlers;
+    this.queues = options.queues ?? { default: SLOTS_DEFAULT };
+    for (const [q, n] of Object.entries(this.queues)) {
+      if (!Number.isInteger(n) || n < 1) throw new RangeError(`skiplock: queues.${q} must be a positive integer of slots`);
+    }
+    this.name = options.name ?? `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+    this.lease = options.lease ?? LEASE_DEFAULT;
+    this.heartbeatInterval = options.heartbeatInterval ?? Math.floor(this.lease / 3);
+    this.timeout = options.timeout ?? JOB_TIMEOUT_DEFAULT;
+    this.pollInterval = options.pollInterval ?? POLL_INTERVAL_DEFAULT;
+    this.listen = options.listen ?? true;
+    this.maintainInterval = options.maintainInterval ?? MAINTAIN_INTERVAL_DEFAULT;
+    this.shutdownTimeout = options.shutdownTimeout ?? SHUTDOWN_TIMEOUT_DEFAULT;
+    this.completeBatchDelay = options.completeBatchDelay ?? COMPLETE_BATCH_DELAY_DEFAULT;
+    this.completeBatchSize = options.completeBatchSize ?? COMPLETE_BATCH_SIZE_DEFAULT;
+    this.handleSignals = options.handleSignals ?? true;
+    this.logger = options.logger ?? console;
+    this.onEvent = options.onEvent ?? (() => {});
+
+    this.stats = { claimed: 0, completed: 0, failed: 0, snoozed: 0, cancelled: 0, fenced: 0, errors: 0 };
+    this.running = new Map(); // id -> execution
+    this.busy = Object.fromEntries(Object.keys(this.queues).map((q) => [q, 0]));
+    this.pending = []; // completions waiting for the next batch
+    this.flushTimer = null;
+    this.flushing = Promise.resolve();
+    this.stopping = false;
+    this.started = false;
+    this.wakeResolve = null;
+    this.woken = false;
+    this.timers = [];
+    this.heartbeating = false;
+    this.listener = null;
+    this.done = null;
+    /** Resolves once the worker listens (with listen) and has made its first claims. */
+    this.ready = new Promise((resolve) => { this.readyResolve = resolve; });
+  }
+
+  /**
+   * Runs until stop() or, with handleSignals, SIGTERM/SIGINT; resolves once shutdown is over.
+   */
+  async run() {
+    this.start();
+    const onSignal = () => { this.stop(); };
+    if (this.handleSignals) {
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+    }
+    try {
+      await this.done;
+    } finally {
+      if (this.handleSignals) {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+      }
+    }
+  }
+
+  /** Starts the loops without waiting; stop() ends them. */
+  start() {
+    if (this.started) return;
+    this.started = true;
+    let finish;
+    this.done = new Promise((resolve) => { finish = resolve; });
+    this.stopped = new Promise((resolve) => { this.stopResolve = resolve; });
+    if (this.heartbeatInterval > 0) {
+      this.timers.push(setInterval(() => this.heartbeat().catch((e) => this.logError('heartbeat', e)), this.heartbeatInterval));
+    }
+    if (this.maintainInterval > 0) {
+      this.timers.push(setInterval(() => this.client.maintain().catch((e) => this.logError('maintain', e)), this.maintainInterval));
+    }
+    const listening = this.listen ? this.connectListener() : Promise.resolve();
+    this.fetchLoopDone = listening.then(() => this.fetchLoop());
+    this.stopped.then(() => this.shutdown()).then(finish, (e) => { this.logError('shutdown', e); finish(); });
+  }
+
+  /**
+   * Graceful shutdown: stop claiming, let running jobs finish within shutdownTimeout, then
+   * abort the rest (given back with jobs_snooze(now())), flush completions. Safe to call twice.
+   */
+  async stop() {
+    if (!this.started) return;
+    if (!this.stopping) {
+      this.stopping = true;
+      this.wake();
+      this.stopResolve();
+    }
+    await this.done;
+  }
+
+  async shutdown() {
+    await this.fetchLoopDone;
+    this.readyResolve();
+    if (this.listener) {
+      const l = this.listener;
+      this.listener = null;
+      await l.end().catch(() => {});
+    }
+    const all = () => Promise.allSettled([...this.running.values()].map((ex) => ex.settled));
+    if (this.running.size > 0) {
+      let timer;
+      const grace = this.shutdownTimeout < 0 ? null
+        : new Promise((resolve) => { timer = setTimeout(resolve, this.shutdownTimeout, 'timeout'); });
+      const outcome = await Promise.race([all().then(() => 'done'), grace].filter(Boolean));
+      clearTimeout(timer);
+      if (outcome === 'timeout') {
+        for (const ex of this.running.values()) ex.controller.abort(new ShutdownError());
+        await all();
+      }
+    }
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.flush();
+  }
+
+  // wake makes the fetch loop claim now.
+  wake() {
+    this.woken = true;
+    if (this.wakeResolve) {
+      const r = this.wakeResolve;
+      this.wakeResolve = null;
+      r();
+    }
+  }
+
+  async waitForWake(ms) {
+    if (this.woken) {
+      this.woken = false;
+      return;
+    }
+    let timer;
+    await new Promise((resolve) => {
+      this.wakeResolve = resolve;
+      timer = setTimeout(resolve, ms);
+    });
+    clearTimeout(timer);
+    this.wakeResolve = null;
+    this.woken = false;
+  }
+
+  async fetchLoop() {
+    while (!this.stopping) {
+      for (const [queue, slots] of Object.entries(this.queues)) {
+        if (this.stopping) break;
+        const free = slots - this.busy[queue];
+        if (free <= 0) continue;
+        let jobs;
+        try {
+          jobs = await this.client.claim({ worker: this.name, maxJobs: free, queues: [queue], lease: this.lease });
+        } catch (err) {
+          this.logError('claim', err);
+          await sleep(Math.min(this.pollInterval, 1000));
+          continue;
+        }
+        if (this.stopping) {
+          // Claimed but never started: give them back at once.
+          await Promise.allSettled(jobs.map((j) => this.client.snooze(j.id, j.attempt, { delay: 0 })));
+          break;
+        }
+        this.stats.claimed += jobs.length;
+        for (const job of jobs) this.execute(job);
+      }
+      this.readyResolve();
+      if (this.stopping) break;
+      // Either every free slot is taken (a finished job wakes us) or nothing more is ready
+      // (a notification or the poll does).
+      await this.waitForWake(this.pollInterval);
+    }
+  }
+
+  async connectListener() {
+    const ownConfig = { ...this.client.pool.options };
+    let backoff = 100;
+    while (!this.stopping) {
+      const conn = new pg.Client(ownConfig);
+      try {
+        await conn.connect();
+        conn.on('notification', (msg) => {
+          if (msg.channel === 'jobs_ready' && Object.hasOwn(this.queues, msg.payload)) this.wake();
+        });
+        conn.on('error', (err) => this.logError('listen', err));
+        conn.on('end', () => {
+          if (this.listener === conn && !this.stopping) {
+            this.listener = null;
+            this.logger.warn?.('skiplock: listener connection lost; reconnecting');
+            this.connectListener();
+          }
+        });
+        await conn.query('LISTEN jobs_ready');
+        if (this.stopping) {
+          await conn.end().catch(() => {});
+          return;
+        }
+        this.listener = conn;
+        // Notifications sent while we were not listening are lost: look now.
+        this.wake();
+        return;
+      } catch (err) {
+        this.logError('listen', err);
+        await conn.end().catch(() => {});
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, 5000);
+      }
+    }
+  }
+
+  execute(job) {
+    const controller = new AbortController();
+    const ex = { job, controller, completedInTx: false, settled: null };
+    this.running.set(job.id, ex);
+    this.busy[job.queue] += 1;
+    let timer = null;
+    if (this.timeout > 0) {
+      timer = setTimeout(() => controller.abort(new JobTimeoutError(this.timeout)), this.timeout);
+    }
+    const complete = async (db) => {
+      const ok = await this.client.complete(job.id, job.attempt, { db });
+      if (ok) ex.completedInTx = true;
+      return ok;
+    };
+    ex.settled = (async () => {
+      let result;
+      let error = null;
+      try {
+        const handler = this.handlers[job.kind];
+        if (typeof handler !== 'function') {
+          error = new Cancel(`no handler for kind ${JSON.stringify(job.kind)}`);
+        } else {
+          result = await handler(job, { signal: controller.signal, complete });
+        }
+      } catch (err) {
+        error = err ?? new Error('handler threw a nullish value');
+      }
+      if (timer) clearTimeout(timer);
+      try {
+        await this.settle(ex, result, error);
+      } catch (err) {
+        this.logError(`record the outcome of job ${job.id}`, err);
+      }
+    })().finally(() => {
+      this.running.delete(job.id);
+      this.busy[job.queue] -= 1;
+      this.wake();
+    });
+  }
+
+  // settle records what the handler's run decided, with the fenced call that fits it.
+  async settle(ex, result, error) {
+    const { job, controller } = ex;
+    const reason = controller.signal.aborted ? controller.signal.reason : null;
+    if (error === null && result instanceof Snooze) error = result;
+    if (error === null && (result instanceof Cancel || result instanceof RetryAt)) error = result;
+    if (error === null && ex.completedInTx) return this.emit('completed', job, 'done');
+    if (reason instanceof JobNotHeldError) return this.fenced(job, 'run', reason);
+    if (error === null) return this.enqueueCompletion(ex);
+    if (reason instanceof ShutdownError) {
+      // Interrupted, not failed: release it without spending an attempt.
+      return this.held(job, 'snoozed', 'queued', await this.client.snooze(job.id, job.attempt, { delay: 0 }));
+    }
+    if (error instanceof Snooze) {
+      return this.held(job, 'snoozed', 'queued', await this.client.snooze(job.id, job.attempt, { delay: error.delayMs }));
+    }
+    if (error instanceof Cancel) {
+      return this.held(job, 'cancelled', 'cancelled',
+        await this.client.cancel(job.id, { attempt: job.attempt, error: error.stack ?? error.message }));
+    }
+    let text = error instanceof Error ? (error.stack ?? String(error)) : String(error);
+    if (reason instanceof JobTimeoutError && error !== reason) text = `${reason.message}\n${text}`;
+    const retryAt = error instanceof RetryAt ? error.at : undefined;
+    const state = await this.client.fail(job.id, job.attempt, text, { retryAt });
+    if (state === null) return this.fenced(job, 'fail', error);
+    this.stats.failed += 1;
+    // A retry is routine; a job out of attempts deserves attention.
+    const log = state === 'dead' ? this.logger.warn : this.logger.info;
+    log?.call(this.logger, `skiplock: job ${job.id} (${job.kind}) attempt ${job.attempt} failed; now ${state}: ${error?.message ?? error}`);
+    this.emit('failed', job, state, error);
+  }
+
+  held(job, type, state, ok) {
+    if (!ok) return this.fenced(job, type, null);
+    this.stats[type] += 1;
+    this.emit(type, job, state);
+  }
+
+  fenced(job, what, error) {
+    this.stats.fenced += 1;
+    this.logger.warn?.(`skiplock: job ${job.id} attempt ${job.attempt} is no longer held; its ${what} result was not recorded`);
+    this.emit('lost', job, null, error);
+  }
+
+  emit(type, job, state, error = null) {
+    if (type === 'completed') this.stats.completed += 1;
+    try {
+      this.onEvent({ type, job, state, error });
+    } catch (err) {
+      this.logError('onEvent', err);
+    }
+  }
+
+  // The completer: successes wait up to completeBatchDelay ms (or until completeBatchSize of
+  // them) and are completed with one jobs_complete_many. The job's slot stays busy until its
+  // completion is recorded, so shutdown and slot counts see it.
+  enqueueCompletion(ex) {
+    return new Promise((resolve) => {
+      this.pending.push({ ex, resolve });
+      if (this.pending.length >= this.completeBatchSize) this.flush();
+      else if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), this.completeBatchDelay);
+    });
+  }
+
+  flush() {
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    const batch = this.pending.splice(0);
+    if (batch.length === 0) return this.flushing;
+    this.flushing = this.flushing.then(() => this.completeBatch(batch));
+    return this.flushing;
+  }
+
+  async completeBatch(batch) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const done = new Set(await this.client.completeMany(batch.map((b) => b.ex.job.id), batch.map((b) => b.ex.job.attempt)));
+        for (const { ex, resolve } of batch) {
+          if (done.has(ex.job.id)) this.emit('completed', ex.job, 'done');
+          else this.fenced(ex.job, 'complete', null);
+          resolve();
+        }
+        return;
+      } catch (err) {
+        // A failed batch changed nothing (one statement): try again, since the jobs are done.
+        this.logError('complete', err);
+        if (attempt >= 4) {
+          for (const { resolve } of batch) resolve();
+          return;
+        }
+        await sleep(100 * 2 ** attempt);
+      }
+    }
+  }
+
+  async heartbeat() {
+    // A slow round must not overlap the next one.
+    if (this.heartbeating) return;
+    this.heartbeating = true;
+    try {
+      await this.heartbeatRound();
+    } finally {
+      this.heartbeating = false;
+    }
+  }
+
+  async heartbeatRound() {
+    const exs = [...this.running.values()].filter((ex) => !ex.controller.signal.aborted);
+    if (exs.length === 0) return;
+    const rows = await this.client.heartbeatMany(exs.map((ex) => ex.job.id), exs.map((ex) => ex.job.attempt), { lease: this.lease });
+    const held = new Set(rows.map((r) => r.id));
+    for (const ex of exs) {
+      // A job that finished meanwhile is missing too: only abort those still running.
+      if (!held.has(ex.job.id) && this.running.get(ex.job.id) === ex && !ex.completedInTx) {
+        ex.controller.abort(new JobNotHeldError(ex.job.id, ex.job.attempt));
+      }
+    }
+  }
+
+  logError(what, err) {
+    this.stats.errors += 1;
+    this.logger.error?.(`skiplock: ${what} failed: ${err?.message ?? err}`);
+  }
+}

@@ -1,0 +1,287 @@
+// The parity rows of docs/clients.md: the behaviours every skiplock client must have, each in
+// a test named after its row.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { InvalidArgumentError, Worker } from '../src/index.js';
+import {
+  newClient, newConn, queueName, recordingLogger, short, sleep, statesOf, waitFor,
+} from './helpers.js';
+
+test('rolled_back_enqueue_leaves_nothing', async (t) => {
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('rollback');
+
+  await conn.query('BEGIN');
+  const id = await client.enqueue('email', { to: 'a@example.com' }, { queue }, { db: conn });
+  await client.enqueueMany([{ kind: 'email', queue }, { kind: 'email', queue }], { db: conn });
+  // Inside the transaction the job exists; outside it does not yet.
+  assert.equal((await client.get(id, { db: conn })).state, 'queued');
+  assert.equal(await client.get(id), null);
+  await conn.query('ROLLBACK');
+
+  assert.equal(await client.get(id), null);
+  assert.deepEqual(await statesOf(conn, queue), {});
+  assert.deepEqual(await client.claim({ worker: 'w', queues: [queue], maxJobs: 10 }), []);
+
+  // The same enqueue committed is there: the rollback, not the call, left nothing.
+  await conn.query('BEGIN');
+  const kept = await client.enqueue('email', {}, { queue }, { db: conn });
+  await conn.query('COMMIT');
+  assert.equal((await client.get(kept)).state, 'queued');
+});
+
+test('eight_workers_claim_each_job_once', async (t) => {
+  const n = short ? 200 : 1000;
+  const queue = queueName('eight');
+  const producer = newClient(t);
+  const conn = await newConn(t);
+  const ids = await producer.enqueueMany(Array.from({ length: n }, (_, i) => ({ kind: 'count', queue, payload: { i } })));
+  assert.equal(ids.length, n);
+
+  const runs = new Map(); // id -> how many times a handler ran it
+  const byWorker = [];
+  const workers = [];
+  for (let w = 0; w < 8; w++) {
+    byWorker.push(0);
+    const worker = new Worker(newClient(t, 3), {
+      name: `eight-${w}`,
+      queues: { [queue]: 4 },
+      handleSignals: false,
+      pollInterval: 50,
+      maintainInterval: -1,
+      handlers: {
+        count: async (job) => {
+          runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+          byWorker[w] += 1;
+          await sleep(Math.random() * 2);
+        },
+      },
+    });
+    worker.start();
+    workers.push(worker);
+  }
+  await waitFor('every job done', async () => (await statesOf(conn, queue)).done === n, 60000);
+  await Promise.all(workers.map((w) => w.stop()));
+
+  assert.equal(runs.size, n);
+  for (const id of ids) assert.equal(runs.get(id), 1, `job ${id} ran ${runs.get(id)} times`);
+  const res = await conn.query('SELECT count(*)::int AS n FROM jobs WHERE queue = $1 AND attempts <> 1', [queue]);
+  assert.equal(res.rows[0].n, 0, 'a job was claimed more than once');
+  assert.equal(workers.reduce((s, w) => s + w.stats.claimed, 0), n);
+  assert.equal(workers.reduce((s, w) => s + w.stats.fenced, 0), 0);
+  t.diagnostic(`jobs per worker: ${byWorker.join(' ')}`);
+});
+
+test('stale_holder_complete_returns_false', async (t) => {
+  const client = newClient(t);
+  const queue = queueName('stale');
+  const id = await client.enqueue('slow', {}, { queue });
+
+  const [stale] = await client.claim({ worker: 'stale-holder', queues: [queue], lease: 10 });
+  assert.equal(stale.attempt, 1);
+  await sleep(50); // past the 10 ms lease
+  await waitFor('the expired lease taken back', async () => (await client.get(id)).state === 'queued'
+    || (await client.requeueExpired()) < 0);
+  const [fresh] = await client.claim({ worker: 'new-holder', queues: [queue] });
+  assert.equal(fresh.id, id);
+  assert.equal(fresh.attempt, 2);
+
+  // Every fenced call of the stale holder says no and changes nothing.
+  assert.equal(await client.complete(id, stale.attempt), false);
+  assert.deepEqual(await client.completeMany([id], [stale.attempt]), []);
+  assert.equal(await client.heartbeat(id, stale.attempt), false);
+  assert.equal(await client.fail(id, stale.attempt, 'late failure'), null);
+  assert.equal(await client.snooze(id, stale.attempt), false);
+  assert.equal(await client.cancel(id, { attempt: stale.attempt, error: 'late cancel' }), false);
+  const job = await client.get(id);
+  assert.equal(job.state, 'running');
+  assert.equal(job.attempts, 2);
+  assert.equal(job.finishedAt, null);
+
+  // The worker turns the same answer into a count and a log line, never a retry.
+  const logger = recordingLogger();
+  const worker = new Worker(client, { queues: { [queue]: 1 }, handlers: {}, handleSignals: false, logger });
+  await worker.settle({ job: stale, controller: new AbortController(), completedInTx: false }, undefined, null);
+  await worker.flush();
+  assert.equal(worker.stats.fenced, 1);
+  assert.equal(worker.stats.completed, 0);
+  assert.match(logger.lines.warn.join('\n'), /no longer held/);
+
+  assert.equal(await client.complete(id, fresh.attempt), true);
+  assert.equal((await client.get(id)).state, 'done');
+});
+
+test('notify_wakes_idle_worker_within_50ms', async (t) => {
+  const client = newClient(t);
+  const producer = newClient(t);
+  const queue = queueName('notify');
+  const started = [];
+  let onStart = null;
+  const worker = new Worker(client, {
+    queues: { [queue]: 1 },
+    pollInterval: 60000, // only a notification can wake it within the test's deadlines
+    maintainInterval: -1,
+    handleSignals: false,
+    handlers: { ping: async () => { started.push(performance.now()); onStart?.(); } },
+  });
+  worker.start();
+  await worker.ready;
+
+  const rounds = short ? 10 : 30;
+  const latencies = [];
+  for (let i = 0; i < rounds; i++) {
+    await sleep(5); // idle again
+    const startedNow = new Promise((resolve) => { onStart = resolve; });
+    await producer.enqueue('ping', {}, { queue });
+    const committed = performance.now(); // autocommit: the call's return is the commit
+    let timer;
+    await Promise.race([startedNow, new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('job not started within 5 s: no notification woke the worker')), 5000);
+    })]);
+    clearTimeout(timer);
+    latencies.push(Math.max(0, started.at(-1) - committed));
+  }
+  await worker.stop();
+  latencies.sort((a, b) => a - b);
+  const p50 = latencies[Math.floor(rounds / 2)];
+  t.diagnostic(`enqueue commit -> handler start, ${rounds} jobs: p50 ${p50.toFixed(1)} ms, max ${latencies.at(-1).toFixed(1)} ms`);
+  assert.ok(p50 < 50, `p50 latency ${p50.toFixed(1)} ms, want < 50 ms`);
+});
+
+test('heartbeats_keep_job_past_lease', async (t) => {
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('heartbeat');
+  const lease = 600;
+  const id = await client.enqueue('long', {}, { queue });
+  let runs = 0;
+  let stopRequeue = false;
+  const worker = new Worker(client, {
+    queues: { [queue]: 1 },
+    lease,
+    heartbeatInterval: 100,
+    pollInterval: 50,
+    maintainInterval: -1,
+    handleSignals: false,
+    handlers: {
+      long: async (job, { signal }) => {
+        runs += 1;
+        await sleep(lease * 4); // four leases long
+        assert.equal(signal.aborted, false, `signal fired: ${signal.reason}`);
+      },
+    },
+  });
+  worker.start();
+  // Meanwhile someone keeps taking back expired leases, as every worker's maintenance does.
+  const requeuer = (async () => {
+    while (!stopRequeue) {
+      await client.requeueExpired();
+      await sleep(50);
+    }
+  })();
+  await waitFor('job done', async () => (await client.get(id)).state === 'done', 20000);
+  stopRequeue = true;
+  await requeuer;
+  await worker.stop();
+  const job = await client.get(id);
+  assert.equal(job.attempts, 1, 'the job was taken back and claimed again');
+  assert.equal(runs, 1);
+  assert.equal(worker.stats.completed, 1);
+  assert.equal(worker.stats.fenced, 0);
+  const res = await conn.query('SELECT finished_at - started_at > $1::int * interval \'1 ms\' AS past FROM jobs WHERE id = $2', [lease, id]);
+  assert.equal(res.rows[0].past, true);
+});
+
+test('invalid_argument_names_parameter', async (t) => {
+  const client = newClient(t);
+  const queue = queueName('invalid');
+  const cases = [
+    ['max_jobs', () => client.claim({ worker: 'w', maxJobs: 0 })],
+    ['worker', () => client.claim({ worker: '' })],
+    ['lease', () => client.claim({ worker: 'w', lease: 0 })],
+    ['kind', () => client.enqueue('', {}, { queue })],
+    ['max_attempts', () => client.enqueue('k', {}, { queue, maxAttempts: 0 })],
+    ['kinds[2]', () => client.enqueueMany([{ kind: 'k', queue }, { kind: null, queue }])],
+    ['attempt', () => client.complete(1, null)],
+    ['run_at', () => client.snooze(1, 1, { runAt: 'infinity' })],
+  ];
+  for (const [parameter, call] of cases) {
+    await assert.rejects(call, (err) => {
+      assert.ok(err instanceof InvalidArgumentError, `${parameter}: got ${err}`);
+      assert.ok(err instanceof Error);
+      assert.equal(err.code, '22023');
+      assert.equal(err.parameter, parameter);
+      assert.match(err.message, new RegExp(parameter.replace(/[[\]]/g, '\\$&')));
+      return true;
+    });
+  }
+  // Nothing of the refused calls was added.
+  assert.deepEqual(await statesOf(client.pool, queue), {});
+});
+
+test('graceful_shutdown_loses_nothing', async (t) => {
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('shutdown');
+  const n = 40;
+  const ids = await client.enqueueMany(Array.from({ length: n }, (_, i) => ({ kind: 'work', queue, payload: { i } })));
+  const stuck = await client.enqueue('stuck', {}, { queue, priority: -1 }); // claimed first
+  const finished = new Set();
+  let startedCount = 0;
+  const worker = new Worker(client, {
+    queues: { [queue]: 4 },
+    shutdownTimeout: 300,
+    pollInterval: 50,
+    handleSignals: true,
+    handlers: {
+      work: async (job) => {
+        startedCount += 1;
+        await sleep(30);
+        finished.add(job.id);
+      },
+      // Runs until the grace period ends and its signal fires.
+      stuck: (job, { signal }) => new Promise((_, reject) => {
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      }),
+    },
+  });
+  const running = worker.run();
+  await waitFor('some jobs done', () => finished.size >= 8);
+  process.kill(process.pid, 'SIGTERM'); // the worker's handler takes it, not the default exit
+  await running;
+
+  // Every job the handler finished is done (completions flushed), every other one is back in
+  // the queue (never started, or given back), none is still running or lost.
+  const states = await statesOf(conn, queue);
+  assert.equal(states.running, undefined, `jobs left running: ${JSON.stringify(states)}`);
+  assert.equal(states.done, finished.size);
+  assert.equal((states.done ?? 0) + (states.queued ?? 0), n + 1);
+  assert.ok(finished.size < n, 'the shutdown came too late to test anything');
+  const stuckJob = await client.get(stuck);
+  assert.equal(stuckJob.state, 'queued', 'the job interrupted by shutdown was not given back');
+  assert.equal(stuckJob.maxAttempts, 6, 'giving back spent an attempt (jobs_snooze raises max_attempts)');
+  assert.equal(stuckJob.lastError, null);
+  assert.equal(worker.stats.fenced, 0);
+  assert.ok(startedCount >= finished.size);
+
+  // A second worker finishes the rest; together every job ran to completion exactly once.
+  const again = new Set();
+  const second = new Worker(client, {
+    queues: { [queue]: 4 },
+    pollInterval: 50,
+    handleSignals: false,
+    handlers: {
+      work: async (job) => {
+        assert.ok(!finished.has(job.id), `job ${job.id} ran again after it was done`);
+        again.add(job.id);
+      },
+      stuck: async () => {},
+    },
+  });
+  second.start();
+  await waitFor('the rest done', async () => (await statesOf(conn, queue)).done === n + 1);
+  await second.stop();
+  assert.equal(finished.size + again.size, n);
+  for (const id of ids) assert.ok(finished.has(id) !== again.has(id));
+});

@@ -1,0 +1,17 @@
+"""skiplock: a Python client and worker for the skiplock PostgreSQL job queue.
+
+The queue's rules live in skiplock's SQL functions; ``Client`` is one method per
+function and ``Worker`` is the worker loop of the Go driver (LISTEN plus poll,
+claims sized to free slots, batched completion, heartbeats, fencing, per-job
+timeouts and graceful shutdown). See README.md beside this package.
+"""
+
+from .client import Client, Job
+from .errors import InvalidArgument, SkiplockError
+from .results import Cancel, RetryAt, Snooze
+
+__all__ = ["Client", "Job", "InvalidArgument", "SkiplockError", "Snooze", "Cancel", "RetryAt"]
+
+from .worker import Worker, WorkerStats  # noqa: E402
+
+__all__ += ["Worker", "WorkerStats"]

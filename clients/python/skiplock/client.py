@@ -1,0 +1,353 @@
+"""Client: one method per skiplock SQL function (docs/sql-api.md)."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Iterator, Sequence
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from .errors import translate
+
+Lease = timedelta | str
+
+
+@dataclass
+class Job:
+    """A claimed job: one row of jobs_claim (type jobs_claimed).
+
+    ``attempt`` is the fencing token every later call about the job passes.
+    ``cancelled`` is set by a Worker when the handler should stop early: its
+    timeout passed, the job was lost (a heartbeat found it no longer held) or
+    shutdown's grace period ran out. Python cannot interrupt a thread, so a
+    long handler should check it (``job.cancelled.wait(0)`` or ``is_set()``).
+    """
+
+    id: int
+    queue: str
+    kind: str
+    payload: Any
+    priority: int
+    max_attempts: int
+    run_at: datetime
+    created_at: datetime
+    attempt: int
+    lease_expires_at: datetime
+    meta: Any = None
+    cancelled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+
+
+_JOB_FIELDS = frozenset(f for f in Job.__dataclass_fields__ if f != "cancelled")
+
+
+class _Arg:
+    """One named SQL argument: the value and the SQL that receives it (with its cast)."""
+
+    __slots__ = ("name", "value", "sql")
+
+    def __init__(self, name: str, value: Any, cast: str, sql: str | None = None):
+        self.name = name
+        self.value = value
+        self.sql = sql or f"%({name})s::{cast}"
+
+
+def _jsonb(value: Any) -> Any:
+    return None if value is None else Jsonb(value)
+
+
+class _ConnCache:
+    """A few idle autocommit connections to one conninfo, shared by threads.
+
+    It saves a connection per call without a dependency on psycopg_pool; a
+    connection that fails is dropped rather than reused.
+    """
+
+    def __init__(self, conninfo: str, keep: int = 4):
+        self._conninfo = conninfo
+        self._keep = keep
+        self._idle: list[psycopg.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None or conn.closed:
+            conn = psycopg.connect(self._conninfo, autocommit=True)
+        ok = False
+        try:
+            yield conn
+            ok = True
+        finally:
+            keep = False
+            if ok and not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                with self._lock:
+                    if not self._closed and len(self._idle) < self._keep:
+                        self._idle.append(conn)
+                        keep = True
+            if not keep:
+                conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+class Client:
+    """A thin wrapper over skiplock's SQL functions.
+
+    ``Client(source)`` takes a conninfo string (``"postgresql://..."``; the
+    client keeps a few connections of its own), a psycopg ``Connection``
+    (shared by all calls under a lock; each call runs in its own transaction,
+    or in a savepoint when the connection is inside one), or a
+    ``psycopg_pool.ConnectionPool`` (anything whose ``connection()`` is a
+    context manager giving a connection).
+
+    Every method takes ``conn=``: the caller's connection, used as it is, so
+    the call is part of the caller's open transaction and commits or rolls
+    back with the caller's own writes. Arguments left ``None`` are not sent,
+    so the SQL function's default applies. An argument the function rejects
+    raises ``InvalidArgument`` naming the parameter.
+    """
+
+    def __init__(self, source: str | psycopg.Connection | Any):
+        self._conninfo: str | None = None
+        self._conn: psycopg.Connection | None = None
+        self._conn_lock = threading.Lock()
+        self._pool: Any = None
+        if isinstance(source, str):
+            self._conninfo = source
+            self._pool = _ConnCache(source)
+            self._owns_pool = True
+        elif isinstance(source, psycopg.Connection):
+            self._conn = source
+            self._owns_pool = False
+        elif hasattr(source, "connection"):
+            self._pool = source
+            self._owns_pool = False
+        else:
+            raise TypeError("Client: source must be a conninfo string, a psycopg.Connection or a pool")
+
+    @property
+    def conninfo(self) -> str | None:
+        """The conninfo the client was made from, if any (a Worker needs one to LISTEN)."""
+        if self._conninfo is not None:
+            return self._conninfo
+        if self._conn is not None:
+            return self._conn.info.dsn
+        return getattr(self._pool, "conninfo", None)
+
+    def connect(self, **kwargs: Any) -> psycopg.Connection:
+        """A new connection of its own to the client's database (for LISTEN)."""
+        conninfo = self.conninfo
+        if not conninfo:
+            raise ValueError("Client: no conninfo to open a dedicated connection with")
+        if self._conn is not None and self._conn.pgconn.password:
+            kwargs.setdefault("password", self._conn.pgconn.password.decode())
+        return psycopg.connect(conninfo, **kwargs)
+
+    def close(self) -> None:
+        """Closes the connections the client opened itself (not a connection or pool it was given)."""
+        if self._owns_pool:
+            self._pool.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- plumbing ---------------------------------------------------------
+
+    @contextmanager
+    def _connection(self, conn: psycopg.Connection | None) -> Iterator[psycopg.Connection]:
+        if conn is not None:
+            yield conn
+        elif self._conn is not None:
+            with self._conn_lock, self._conn.transaction():
+                yield self._conn
+        else:
+            with self._pool.connection() as pooled:
+                yield pooled
+
+    def _call(self, function: str, args: Sequence[_Arg], conn: psycopg.Connection | None,
+              *, scalar: bool, many: bool) -> Any:
+        given = [a for a in args if a.value is not None]
+        call = f"{function}({', '.join(f'{a.name} => {a.sql}' for a in given)})"
+        sql = f"SELECT {call}" if scalar else f"SELECT * FROM {call}"
+        params = {a.name: a.value for a in given}
+        try:
+            with self._connection(conn) as c:
+                with c.cursor(row_factory=dict_row) as cur:
+                    cur.execute(sql, params)
+                    rows = cur.fetchall()
+        except psycopg.Error as err:
+            raise translate(err) from err
+        if scalar:
+            values = [next(iter(r.values())) for r in rows]
+            return values if many else (values[0] if values else None)
+        return rows if many else (rows[0] if rows else None)
+
+    # -- producers --------------------------------------------------------
+
+    def enqueue(self, kind: str, payload: Any = None, *, queue: str | None = None,
+                run_at: datetime | None = None, delay: timedelta | None = None,
+                priority: int | None = None, max_attempts: int | None = None,
+                unique_key: str | None = None, concurrency_key: str | None = None,
+                meta: dict | None = None, conn: psycopg.Connection | None = None) -> int:
+        """jobs_enqueue: adds one job and returns its id (or, with a unique_key a live
+        job holds, that job's id). ``delay`` is run_at = now() + delay, counted by the
+        server's clock; give run_at or delay, not both."""
+        if run_at is not None and delay is not None:
+            raise ValueError("enqueue: give run_at or delay, not both")
+        args = [
+            _Arg("kind", kind, "text"),
+            _Arg("payload", _jsonb(payload), "jsonb"),
+            _Arg("queue", queue, "text"),
+            _Arg("run_at", run_at, "timestamptz"),
+            _Arg("run_at", delay, "", sql="now() + %(run_at)s::interval"),
+            _Arg("priority", priority, "integer"),
+            _Arg("max_attempts", max_attempts, "integer"),
+            _Arg("unique_key", unique_key, "text"),
+            _Arg("concurrency_key", concurrency_key, "text"),
+            _Arg("meta", _jsonb(meta), "jsonb"),
+        ]
+        return self._call("jobs_enqueue", args, conn, scalar=True, many=False)
+
+    def enqueue_many(self, kinds: Sequence[str], payloads: Sequence[Any] | None = None, *,
+                     queues: Sequence[str] | None = None, run_ats: Sequence[datetime] | None = None,
+                     priorities: Sequence[int] | None = None, max_attempts: Sequence[int] | None = None,
+                     unique_keys: Sequence[str | None] | None = None,
+                     concurrency_keys: Sequence[str | None] | None = None,
+                     metas: Sequence[dict | None] | None = None,
+                     conn: psycopg.Connection | None = None) -> list[int]:
+        """jobs_enqueue_many: adds len(kinds) jobs in one statement and returns their ids
+        in input order. Every other list is None (the default for every job) or as long as kinds."""
+        args = [
+            _Arg("kinds", list(kinds), "text[]"),
+            _Arg("payloads", None if payloads is None else [_jsonb(p) for p in payloads], "jsonb[]"),
+            _Arg("queues", None if queues is None else list(queues), "text[]"),
+            _Arg("run_ats", None if run_ats is None else list(run_ats), "timestamptz[]"),
+            _Arg("priorities", None if priorities is None else list(priorities), "integer[]"),
+            _Arg("max_attempts", None if max_attempts is None else list(max_attempts), "integer[]"),
+            _Arg("unique_keys", None if unique_keys is None else list(unique_keys), "text[]"),
+            _Arg("concurrency_keys", None if concurrency_keys is None else list(concurrency_keys), "text[]"),
+            _Arg("metas", None if metas is None else [_jsonb(m) for m in metas], "jsonb[]"),
+        ]
+        return self._call("jobs_enqueue_many", args, conn, scalar=True, many=True)
+
+    def get(self, id: int, *, conn: psycopg.Connection | None = None) -> dict | None:
+        """jobs_get: the job's state, attempts, max_attempts, run_at, last_error,
+        created_at, finished_at and meta as a dict; None for an unknown or pruned id."""
+        return self._call("jobs_get", [_Arg("id", id, "bigint")], conn, scalar=False, many=False)
+
+    # -- workers ----------------------------------------------------------
+
+    def claim(self, worker: str, max_jobs: int | None = None, *, queues: Sequence[str] | None = None,
+              lease: Lease | None = None, conn: psycopg.Connection | None = None) -> list[Job]:
+        """jobs_claim: leases up to max_jobs ready jobs to ``worker``, best first."""
+        args = [
+            _Arg("worker", worker, "text"),
+            _Arg("max_jobs", max_jobs, "integer"),
+            _Arg("queues", None if queues is None else list(queues), "text[]"),
+            _Arg("lease", lease, "interval"),
+        ]
+        rows = self._call("jobs_claim", args, conn, scalar=False, many=True)
+        # Only the columns Job knows, so a later skiplock that adds one breaks nothing.
+        return [Job(**{k: v for k, v in row.items() if k in _JOB_FIELDS}) for row in rows]
+
+    def complete(self, id: int, attempt: int, *, conn: psycopg.Connection | None = None) -> bool:
+        """jobs_complete: True when the job was running at that attempt and is now done;
+        False when it was no longer held (fenced), and nothing changed."""
+        args = [_Arg("id", id, "bigint"), _Arg("attempt", attempt, "integer")]
+        return bool(self._call("jobs_complete", args, conn, scalar=True, many=False))
+
+    def complete_many(self, ids: Sequence[int], attempts: Sequence[int], *,
+                      conn: psycopg.Connection | None = None) -> list[int]:
+        """jobs_complete_many: completes the (id, attempt) pairs still held and returns
+        their ids; an id missing from the result was no longer held."""
+        args = [_Arg("ids", list(ids), "bigint[]"), _Arg("attempts", list(attempts), "integer[]")]
+        return self._call("jobs_complete_many", args, conn, scalar=True, many=True)
+
+    def fail(self, id: int, attempt: int, error: str, *, retry_at: datetime | None = None,
+             conn: psycopg.Connection | None = None) -> str | None:
+        """jobs_fail: records the failure and returns the job's new state ('queued' to
+        retry, 'dead' when out of attempts), or None when the job was no longer held."""
+        args = [
+            _Arg("id", id, "bigint"),
+            _Arg("attempt", attempt, "integer"),
+            _Arg("error", error, "text"),
+            _Arg("retry_at", retry_at, "timestamptz"),
+        ]
+        state = self._call("jobs_fail", args, conn, scalar=True, many=False)
+        return None if state is None else str(state)
+
+    def heartbeat(self, id: int, attempt: int, *, lease: Lease | None = None,
+                  conn: psycopg.Connection | None = None) -> bool:
+        """jobs_heartbeat: extends the lease; False when the job is no longer held."""
+        args = [_Arg("id", id, "bigint"), _Arg("attempt", attempt, "integer"), _Arg("lease", lease, "interval")]
+        return bool(self._call("jobs_heartbeat", args, conn, scalar=True, many=False))
+
+    def heartbeat_many(self, ids: Sequence[int], attempts: Sequence[int], *, lease: Lease | None = None,
+                       conn: psycopg.Connection | None = None) -> dict[int, bool]:
+        """jobs_heartbeat_many: {id: extended} for the jobs still held. extended is False
+        when another session had the row locked (call again at the next beat); an id
+        missing from the result is no longer held."""
+        args = [
+            _Arg("ids", list(ids), "bigint[]"),
+            _Arg("attempts", list(attempts), "integer[]"),
+            _Arg("lease", lease, "interval"),
+        ]
+        rows = self._call("jobs_heartbeat_many", args, conn, scalar=False, many=True)
+        return {r["id"]: r["extended"] for r in rows}
+
+    def snooze(self, id: int, attempt: int, run_at: datetime | None = None, *,
+               delay: timedelta | None = None, conn: psycopg.Connection | None = None) -> bool:
+        """jobs_snooze: puts the running job back to run at run_at (or now() + delay)
+        without using up an attempt; False when the job is no longer held."""
+        if (run_at is None) == (delay is None):
+            raise ValueError("snooze: give exactly one of run_at or delay")
+        args = [
+            _Arg("id", id, "bigint"),
+            _Arg("attempt", attempt, "integer"),
+            _Arg("run_at", run_at, "timestamptz"),
+            _Arg("run_at", delay, "", sql="now() + %(run_at)s::interval"),
+        ]
+        return bool(self._call("jobs_snooze", args, conn, scalar=True, many=False))
+
+    def cancel(self, id: int, attempt: int | None = None, error: str | None = None, *,
+               conn: psycopg.Connection | None = None) -> bool:
+        """jobs_cancel. With only ``id`` the operator's form: cancels the unfinished job
+        whoever holds it. With ``attempt`` and ``error`` the worker's form, fenced like
+        fail. True when the job was cancelled."""
+        if (attempt is None) != (error is None):
+            raise ValueError("cancel: give both attempt and error (worker's form) or neither (operator's form)")
+        args = [_Arg("id", id, "bigint"), _Arg("attempt", attempt, "integer"), _Arg("error", error, "text")]
+        return bool(self._call("jobs_cancel", args, conn, scalar=True, many=False))
+
+    def retry(self, id: int, *, conn: psycopg.Connection | None = None) -> bool:
+        """jobs_retry: gives a dead or cancelled job another run, now."""
+        return bool(self._call("jobs_retry", [_Arg("id", id, "bigint")], conn, scalar=True, many=False))
+
+    # -- operators --------------------------------------------------------
+
+    def stats(self, *, conn: psycopg.Connection | None = None) -> list[dict]:
+        """jobs_stats: one dict per (queue, state) with jobs and oldest_ready_age."""
+        return self._call("jobs_stats", [], conn, scalar=False, many=True)
+
+    def requeue_expired(self, *, conn: psycopg.Connection | None = None) -> int:
+        """jobs_requeue_expired: takes back running jobs whose lease expired; returns how many."""
+        return self._call("jobs_requeue_expired", [], conn, scalar=True, many=False)
+
+    def maintain(self, max_jobs: int | None = None, *, conn: psycopg.Connection | None = None) -> dict:
+        """jobs_maintain: one bounded round of housekeeping (expired leases, retention)."""
+        return self._call("jobs_maintain", [_Arg("max_jobs", max_jobs, "integer")], conn, scalar=False, many=False)

@@ -1,0 +1,536 @@
+"""Worker: the Go driver's worker loop for Python handlers.
+
+Concurrency model: one OS thread per running job, at most ``slots`` of them
+per queue, plus four helper threads (LISTEN, heartbeats and timeouts, batched
+completion, maintenance). Threads rather than asyncio because psycopg's
+blocking API and ordinary blocking handler code (ORMs, HTTP clients, CPU work
+in C extensions) then work unchanged; an asyncio worker would force every
+handler to be a coroutine and a single blocking call would stall every job. A
+thread cannot be interrupted, so a handler learns it should stop (timeout,
+lost lease, shutdown) from ``job.cancelled``, a threading.Event.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue as queuelib
+import select
+import signal
+import socket
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Callable, Mapping
+
+import psycopg
+
+from .client import Client, Job
+from .results import Cancel, RetryAt, Snooze
+
+log = logging.getLogger("skiplock.worker")
+
+Handler = Callable[[Job], Any]
+
+# The Go driver's defaults (driver/config.go), so both kinds of worker behave alike.
+SLOTS_DEFAULT = 10
+LEASE_DEFAULT = timedelta(minutes=5)
+TIMEOUT_DEFAULT = timedelta(minutes=1)
+POLL_INTERVAL_DEFAULT = timedelta(seconds=1)
+MAINTAIN_INTERVAL_DEFAULT = timedelta(seconds=5)
+SHUTDOWN_TIMEOUT_DEFAULT = timedelta(seconds=10)
+# How long shutdown waits for handlers told to stop before abandoning them.
+SHUTDOWN_ABANDON_AFTER = 5.0
+COMPLETE_BATCH_DELAY_DEFAULT = timedelta(milliseconds=2)
+COMPLETE_BATCH_SIZE_DEFAULT = 100
+# The most jobs one claim takes, never more than the free slots (the Go driver's BatchSizeDefault).
+CLAIM_BATCH_MAX = 1000
+
+
+def _seconds(value: timedelta | float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return float(value)
+
+
+@dataclass
+class WorkerStats:
+    """Counters of what became of the jobs this worker ran.
+
+    ``fenced`` counts results the database refused because the job was no
+    longer this worker's (its lease expired and it was taken back, or an
+    operator cancelled it): never retried, only counted and logged. ``lost``
+    counts jobs a heartbeat found no longer held while their handler ran.
+    """
+
+    claimed: int = 0
+    completed: int = 0
+    failed: int = 0
+    snoozed: int = 0
+    cancelled: int = 0
+    timed_out: int = 0
+    fenced: int = 0
+    lost: int = 0
+    given_back: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + n)
+
+
+class _Execution:
+    """One running job: its deadline and whether its outcome has been decided.
+
+    ``settled`` is set exactly once, by whichever comes first: the handler's
+    result, its timeout, a heartbeat that found the job lost, or the handler
+    completing the job in its own transaction (Worker.complete_tx).
+    """
+
+    def __init__(self, job: Job, deadline: float | None):
+        self.job = job
+        self.deadline = deadline
+        self.settled = False
+        # shutdown: the shutdown timeout passed while the handler ran; an exception it then
+        # raises releases the job (no attempt spent) instead of failing it.
+        self.shutdown = False
+        self.lock = threading.Lock()
+
+    def settle(self) -> bool:
+        with self.lock:
+            if self.settled:
+                return False
+            self.settled = True
+            return True
+
+
+class Worker:
+    """Runs handlers for claimed jobs until stopped.
+
+    ``handlers`` maps a job kind to a function taking the Job. It returns
+    None to complete the job (batched through jobs_complete_many), or returns
+    or raises Snooze, Cancel or RetryAt; any other exception fails the job with
+    its traceback as the error (jobs_fail; retried after jobs_backoff until the
+    attempts run out). ``queues`` maps a queue name to its slots, the most of
+    its jobs run at once (default {"default": SLOTS_DEFAULT}).
+
+    Durations accept a timedelta or seconds. ``timeout`` bounds one handler's
+    run (None: no timeout); when it passes, ``job.cancelled`` is set and the
+    job is failed at once with a timeout error, whatever the handler does later.
+    ``heartbeat_interval`` defaults to a third of ``lease``. ``shutdown_timeout``
+    None waits for running handlers without limit (see _shutdown for the rest).
+    ``maintain_interval`` None disables the periodic jobs_maintain.
+    """
+
+    def __init__(self, client: Client, handlers: Mapping[str, Handler],
+                 queues: Mapping[str, int] | None = None, *, name: str | None = None,
+                 lease: timedelta | float = LEASE_DEFAULT,
+                 timeout: timedelta | float | None = TIMEOUT_DEFAULT,
+                 poll_interval: timedelta | float = POLL_INTERVAL_DEFAULT,
+                 heartbeat_interval: timedelta | float | None = None,
+                 shutdown_timeout: timedelta | float = SHUTDOWN_TIMEOUT_DEFAULT,
+                 maintain_interval: timedelta | float | None = MAINTAIN_INTERVAL_DEFAULT,
+                 complete_batch_delay: timedelta | float = COMPLETE_BATCH_DELAY_DEFAULT,
+                 complete_batch_size: int = COMPLETE_BATCH_SIZE_DEFAULT):
+        self.client = client
+        self.handlers = dict(handlers)
+        self.queues = dict(queues) if queues is not None else {"default": SLOTS_DEFAULT}
+        for q, slots in self.queues.items():
+            if slots < 1:
+                raise ValueError(f"Worker: queues[{q!r}] must be at least 1 slot")
+        if not self.handlers:
+            raise ValueError("Worker: handlers must name at least one kind")
+        self.name = name or f"{socket.gethostname()}-{os.getpid()}-py"
+        self.lease = timedelta(seconds=_seconds(lease))
+        if self.lease <= timedelta(0):
+            raise ValueError("Worker: lease must be positive")
+        self.timeout = _seconds(timeout)
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("Worker: timeout must be positive, or None for no timeout")
+        self.poll_interval = _seconds(poll_interval)
+        if self.poll_interval <= 0:
+            raise ValueError("Worker: poll_interval must be positive")
+        self.heartbeat_interval = _seconds(heartbeat_interval) or self.lease.total_seconds() / 3
+        self.shutdown_timeout = _seconds(shutdown_timeout)
+        self.maintain_interval = _seconds(maintain_interval)
+        self.complete_batch_delay = _seconds(complete_batch_delay)
+        self.complete_batch_size = complete_batch_size
+        self.stats = WorkerStats()
+        # listening is set once LISTEN jobs_ready is in place (tests wait for it).
+        self.listening = threading.Event()
+
+        self._stopping = threading.Event()  # stop claiming
+        self._closing = threading.Event()  # handlers are done or abandoned: stop the helpers
+        self._stopped = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._busy = {q: 0 for q in self.queues}
+        self._more = {q: False for q in self.queues}
+        self._running: dict[int, _Execution] = {}
+        self._job_threads: set[threading.Thread] = set()
+        self._completions: queuelib.Queue = queuelib.Queue()
+        self._thread: threading.Thread | None = None
+        self._ran = False
+
+    # -- public -----------------------------------------------------------
+
+    def run(self) -> None:
+        """Works jobs until stop(), SIGTERM or SIGINT, then shuts down gracefully:
+        stops claiming, waits up to shutdown_timeout for running handlers, flushes
+        completions. Signal handlers are installed only when called from the main thread."""
+        self._claim_run()
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, lambda *_: self.stop())
+        try:
+            self._run()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def start(self) -> "Worker":
+        """Runs the worker in a background thread; stop(wait=True) ends it."""
+        self._claim_run()
+        self._thread = threading.Thread(target=self._run, name=f"skiplock-worker-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _claim_run(self) -> None:
+        with self._lock:
+            if self._ran:
+                raise RuntimeError("Worker: already run; a worker runs once, make a new one to run again")
+            self._ran = True
+
+    def stop(self, wait: bool = False) -> None:
+        """Asks the worker to shut down gracefully; with wait, until it has (from
+        another thread than run()'s). Before run() or start(), they then return at once."""
+        self._stopping.set()
+        self._wake.set()
+        with self._lock:
+            ran = self._ran
+        if wait and ran:
+            self._stopped.wait()
+
+    def complete_tx(self, job: Job, conn: psycopg.Connection) -> bool:
+        """Completes the job inside the caller's transaction, so its effects and the
+        completion commit together (exactly-once effects). Returns False when the job
+        is no longer this worker's: then roll back. The worker then does not complete
+        the job again; if the caller's transaction rolls back anyway, the job's lease
+        lapses and it is run again."""
+        ex = self._running.get(job.id)
+        if ex is None or ex.job.attempt != job.attempt or not ex.settle():
+            self.stats.add("fenced")
+            log.warning("skiplock: job %d attempt %d is no longer held; not completing it", job.id, job.attempt)
+            return False
+        try:
+            ok = self.client.complete(job.id, job.attempt, conn=conn)
+        except BaseException:
+            with ex.lock:
+                ex.settled = False  # nothing was recorded: the handler's outcome decides
+            raise
+        self.stats.add("completed" if ok else "fenced")
+        if not ok:
+            log.warning("skiplock: complete of job %d attempt %d was fenced: the job is no longer held",
+                        job.id, job.attempt)
+        return ok
+
+    # -- the loop ----------------------------------------------------------
+
+    def _run(self) -> None:
+        helpers = [
+            threading.Thread(target=self._listen, name="skiplock-listen", daemon=True),
+            threading.Thread(target=self._heartbeat_loop, name="skiplock-heartbeat", daemon=True),
+            threading.Thread(target=self._complete_loop, name="skiplock-complete", daemon=True),
+        ]
+        if self.maintain_interval:
+            helpers.append(threading.Thread(target=self._maintain_loop, name="skiplock-maintain", daemon=True))
+        for t in helpers:
+            t.start()
+        try:
+            self._fetch_loop()
+        finally:
+            self._shutdown(helpers)
+            self._stopped.set()
+
+    def _fetch_loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.clear()
+            try:
+                for q, slots in self.queues.items():
+                    with self._lock:
+                        free = slots - self._busy[q]
+                    if free <= 0 or self._stopping.is_set():
+                        continue
+                    want = min(free, CLAIM_BATCH_MAX)
+                    try:
+                        jobs = self.client.claim(self.name, want, queues=[q], lease=self.lease)
+                    except Exception:
+                        log.exception("skiplock: claim from queue %r failed; trying again in %.1fs", q, self.poll_interval)
+                        continue
+                    self.stats.add("claimed", len(jobs))
+                    with self._lock:
+                        self._more[q] = len(jobs) == want
+                    for job in jobs:
+                        self._start(job)
+            except Exception:
+                log.exception("skiplock: fetch loop error; trying again in %.1fs", self.poll_interval)
+            self._wake.wait(self.poll_interval)
+
+    def _start(self, job: Job) -> None:
+        if self._stopping.is_set():
+            # Claimed but not started when shutdown began: give it back now rather
+            # than let it wait out its lease.
+            try:
+                if self.client.snooze(job.id, job.attempt, delay=timedelta(0)):
+                    self.stats.add("given_back")
+            except Exception:
+                log.exception("skiplock: could not give back job %d", job.id)
+            return
+        deadline = time.monotonic() + self.timeout if self.timeout else None
+        ex = _Execution(job, deadline)
+        t = threading.Thread(target=self._execute, args=(ex,), name=f"skiplock-job-{job.id}", daemon=True)
+        with self._lock:
+            self._busy[job.queue] += 1
+            self._running[job.id] = ex
+            self._job_threads.add(t)
+        t.start()
+
+    def _execute(self, ex: _Execution) -> None:
+        job = ex.job
+        try:
+            handler = self.handlers.get(job.kind)
+            try:
+                if handler is None:
+                    raise LookupError(f"skiplock: no handler for kind {job.kind!r}")
+                result = handler(job)
+            except (Snooze, Cancel, RetryAt) as r:
+                result = r
+            except BaseException:
+                result = _Release() if ex.shutdown else _Failure(traceback.format_exc())
+            self._settle(ex, result)
+        finally:
+            with self._lock:
+                self._busy[job.queue] -= 1
+                if self._running.get(job.id) is ex:
+                    del self._running[job.id]
+                self._job_threads.discard(threading.current_thread())
+                more = self._more[job.queue]
+            if more:
+                self._wake.set()
+
+    def _settle(self, ex: _Execution, result: Any) -> None:
+        job = ex.job
+        if not ex.settle():
+            log.debug("skiplock: result of job %d attempt %d ignored: already settled (timed out, lost or completed by its handler)",
+                     job.id, job.attempt)
+            return
+        try:
+            if isinstance(result, Snooze):
+                self._record("snoozed", job, self.client.snooze(job.id, job.attempt, delay=result.delay))
+            elif isinstance(result, Cancel):
+                self._record("cancelled", job, self.client.cancel(job.id, job.attempt, result.reason))
+            elif isinstance(result, RetryAt):
+                self._record("failed", job, self.client.fail(job.id, job.attempt, result.error, retry_at=result.when) is not None)
+            elif isinstance(result, _Failure):
+                self._record("failed", job, self.client.fail(job.id, job.attempt, result.error) is not None)
+            elif isinstance(result, _Release):
+                self._record("given_back", job, self.client.snooze(job.id, job.attempt, delay=timedelta(0)))
+            else:
+                self._completions.put(job)
+        except Exception:
+            log.exception("skiplock: recording the outcome of job %d failed; its lease will lapse and it will run again",
+                          job.id)
+
+    def _record(self, what: str, job: Job, held: bool) -> None:
+        if held:
+            self.stats.add(what)
+        else:
+            self.stats.add("fenced")
+            log.warning("skiplock: job %d attempt %d was no longer held; its result (%s) was refused",
+                        job.id, job.attempt, what)
+
+    # -- helpers -------------------------------------------------------------
+
+    def _listen(self) -> None:
+        """LISTEN jobs_ready on a connection of its own; a notification for one of our
+        queues wakes the fetch loop. The poll covers anything a notification misses."""
+        while not self._stopping.is_set():
+            try:
+                with self.client.connect(autocommit=True) as conn:
+                    conn.execute("LISTEN jobs_ready")
+                    self.listening.set()
+                    self._wake.set()  # notifications sent while we were not listening are lost
+                    pg = conn.pgconn
+                    while not self._stopping.is_set():
+                        ready, _, _ = select.select([conn.fileno()], [], [], 0.2)
+                        if not ready:
+                            continue
+                        pg.consume_input()
+                        if pg.status != psycopg.pq.ConnStatus.OK:
+                            raise psycopg.OperationalError("listen connection lost")
+                        while (n := pg.notifies()) is not None:
+                            if n.extra.decode() in self.queues:
+                                self._wake.set()
+            except Exception:
+                self.listening.clear()
+                log.exception("skiplock: LISTEN connection failed; reconnecting")
+                self._stopping.wait(self.poll_interval)
+        self.listening.clear()
+
+    def _heartbeat_loop(self) -> None:
+        next_beat = time.monotonic() + self.heartbeat_interval
+        while not self._closing.wait(0.02):
+            now = time.monotonic()
+            with self._lock:
+                running = [ex for ex in self._running.values() if not ex.settled]
+            for ex in running:
+                if ex.deadline is not None and now >= ex.deadline:
+                    self._time_out(ex)
+            if now >= next_beat:
+                next_beat = now + self.heartbeat_interval
+                self._heartbeat([ex for ex in running if not ex.settled])
+
+    def _idle(self) -> bool:
+        with self._lock:
+            return not self._job_threads
+
+    def _time_out(self, ex: _Execution) -> None:
+        if not ex.settle():
+            return
+        job = ex.job
+        job.cancelled.set()
+        self.stats.add("timed_out")
+        log.warning("skiplock: job %d (%s) timed out after %.3fs", job.id, job.kind, self.timeout)
+        try:
+            self._record("failed", job, self.client.fail(job.id, job.attempt, f"job timed out after {self.timeout}s") is not None)
+        except Exception:
+            log.exception("skiplock: recording the timeout of job %d failed", job.id)
+
+    def _heartbeat(self, running: list[_Execution]) -> None:
+        if not running:
+            return
+        try:
+            held = self.client.heartbeat_many([ex.job.id for ex in running], [ex.job.attempt for ex in running],
+                                              lease=self.lease)
+        except Exception:
+            log.exception("skiplock: heartbeat failed; trying again at the next beat")
+            return
+        for ex in running:
+            if ex.job.id not in held and ex.settle():
+                ex.job.cancelled.set()
+                self.stats.add("lost")
+                log.warning("skiplock: job %d attempt %d is no longer held (lease expired or cancelled); its handler was told to stop",
+                            ex.job.id, ex.job.attempt)
+
+    def _complete_loop(self) -> None:
+        while True:
+            try:
+                first = self._completions.get(timeout=0.1)
+            except queuelib.Empty:
+                continue
+            if first is None:
+                self._drain_completions()
+                return
+            batch = [first]
+            deadline = time.monotonic() + self.complete_batch_delay
+            while len(batch) < self.complete_batch_size:
+                left = deadline - time.monotonic()
+                try:
+                    item = self._completions.get(timeout=max(left, 0)) if left > 0 else self._completions.get_nowait()
+                except queuelib.Empty:
+                    break
+                if item is None:
+                    self._flush(batch)
+                    self._drain_completions()
+                    return
+                batch.append(item)
+            self._flush(batch)
+
+    def _drain_completions(self) -> None:
+        batch = []
+        while True:
+            try:
+                item = self._completions.get_nowait()
+            except queuelib.Empty:
+                break
+            if item is not None:
+                batch.append(item)
+        for i in range(0, len(batch), self.complete_batch_size):
+            self._flush(batch[i:i + self.complete_batch_size])
+
+    def _flush(self, batch: list[Job]) -> None:
+        if not batch:
+            return
+        for attempt in range(3):
+            try:
+                done = set(self.client.complete_many([j.id for j in batch], [j.attempt for j in batch]))
+                break
+            except Exception:
+                log.exception("skiplock: jobs_complete_many of %d jobs failed (try %d of 3)", len(batch), attempt + 1)
+                time.sleep(0.1 * (attempt + 1))
+        else:
+            return
+        for job in batch:
+            self._record("completed", job, job.id in done)
+
+    def _maintain_loop(self) -> None:
+        refused = False
+        while not self._stopping.wait(self.maintain_interval):
+            try:
+                self.client.maintain()
+            except psycopg.errors.InsufficientPrivilege:
+                if not refused:
+                    log.warning("skiplock: jobs_maintain refused (not jobs_admin); another process must call it")
+                    refused = True
+            except Exception:
+                log.exception("skiplock: jobs_maintain failed")
+
+    def _shutdown(self, helpers: list[threading.Thread]) -> None:
+        """The Go driver's shutdown (driver.Client.Run): claiming has stopped; wait up to
+        shutdown_timeout for running handlers (heartbeats go on meanwhile), then set
+        job.cancelled and wait SHUTDOWN_ABANDON_AFTER more. A handler that then returns
+        None completes its job; one that raises has its job released (jobs_snooze to now,
+        no attempt spent). A handler still running after that is abandoned: its job runs
+        again once its lease expires. Finally the pending completions are flushed."""
+        self._stopping.set()
+        if not self._wait_idle(self.shutdown_timeout):
+            with self._lock:
+                left = list(self._running.values())
+            log.warning("skiplock: %d handlers still running after the shutdown timeout; telling them to stop", len(left))
+            for ex in left:
+                ex.shutdown = True
+                ex.job.cancelled.set()
+            if not self._wait_idle(SHUTDOWN_ABANDON_AFTER):
+                log.warning("skiplock: abandoning %d handlers that ignore job.cancelled; their jobs run again after their lease expires",
+                            len(self._job_threads))
+        self._closing.set()
+        self._completions.put(None)
+        for t in helpers:
+            t.join(timeout=10)
+
+    def _wait_idle(self, timeout: float | None) -> bool:
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        while not self._idle():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+
+class _Release:
+    """The exception of a handler told to stop by shutdown: give the job back, unfailed."""
+
+
+class _Failure:
+    """A handler's exception, as the traceback text jobs_fail records."""
+
+    def __init__(self, error: str):
+        self.error = error
+
+
+__all__ = ["Worker", "WorkerStats", "Handler"]

@@ -1,0 +1,174 @@
+"""The parity rows of docs/clients.md, one test each, named after the row."""
+
+import threading
+import time
+from collections import Counter
+from datetime import timedelta
+
+import psycopg
+import pytest
+
+import skiplock
+from helpers import states, wait_for
+
+
+def test_rolled_back_enqueue_leaves_nothing(client, db_url, conn, queue):
+    with psycopg.connect(db_url) as tx:
+        job_id = client.enqueue("email", {"to": "a@example.com"}, queue=queue, conn=tx)
+        many = client.enqueue_many(["email", "email"], queues=[queue, queue], conn=tx)
+        tx.rollback()
+    assert client.get(job_id) is None
+    assert all(client.get(i) is None for i in many)
+    assert states(conn, queue) == {}
+    # and a committed one is there, as the control
+    with psycopg.connect(db_url) as tx:
+        job_id = client.enqueue("email", queue=queue, conn=tx)
+    assert client.get(job_id)["state"] == "queued"
+
+
+def test_eight_workers_claim_each_job_once(client, conn, queue):
+    n = 300
+    client.enqueue_many(["count"] * n, [{"i": i} for i in range(n)], queues=[queue] * n)
+    seen = Counter()
+    lock = threading.Lock()
+
+    def handle(job):
+        with lock:
+            seen[job.id] += 1
+
+    workers = [skiplock.Worker(client, {"count": handle}, {queue: 4}, name=f"w{i}", poll_interval=0.05,
+                               maintain_interval=None) for i in range(8)]
+    for w in workers:
+        w.start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"done": n}, 60, "all jobs done")
+    finally:
+        for w in workers:
+            w.stop()
+        for w in workers:
+            w.stop(wait=True)
+    assert len(seen) == n
+    assert set(seen.values()) == {1}
+    assert sum(w.stats.completed for w in workers) == n
+    assert sum(1 for w in workers if w.stats.claimed) > 1, "the claims should be spread over workers"
+    assert sum(w.stats.fenced for w in workers) == 0
+
+
+def test_stale_holder_complete_returns_false(client, conn, queue):
+    job_id = client.enqueue("slow", queue=queue)
+    [stale] = client.claim("stale-worker", queues=[queue], lease=timedelta(milliseconds=10))
+    time.sleep(0.05)
+    assert client.requeue_expired() >= 1
+    [fresh] = client.claim("fresh-worker", queues=[queue])
+    assert fresh.id == job_id and fresh.attempt == stale.attempt + 1
+
+    assert client.complete(stale.id, stale.attempt) is False
+    assert client.complete_many([stale.id], [stale.attempt]) == []
+    assert client.fail(stale.id, stale.attempt, "late") is None
+    assert client.heartbeat(stale.id, stale.attempt) is False
+    row = conn.execute("SELECT state::text, lease_holder, attempts FROM jobs WHERE id = %s", (job_id,)).fetchone()
+    assert row == ("running", "fresh-worker", 2)
+    assert client.complete(fresh.id, fresh.attempt) is True
+
+
+def test_notify_wakes_idle_worker_within_50ms(client, queue):
+    started = {}
+    ran = threading.Event()
+
+    def handle(job):
+        started[job.id] = time.monotonic()
+        ran.set()
+
+    # A poll of a minute: only the notification can wake the worker in time.
+    w = skiplock.Worker(client, {"ping": handle}, {queue: 1}, poll_interval=60, maintain_interval=None).start()
+    try:
+        assert w.listening.wait(10)
+        time.sleep(0.2)  # let the first (empty) claim finish, so the worker is idle
+        with skiplock.Client(client.conninfo) as producer:
+            producer.get(0)  # open the producer's connection before the clock starts
+            t0 = time.monotonic()
+            job_id = producer.enqueue("ping", queue=queue)
+            assert ran.wait(5)
+        latency = started[job_id] - t0
+        assert latency < 0.050, f"worker woke {latency * 1000:.1f} ms after the enqueue"
+    finally:
+        w.stop(wait=True)
+
+
+def test_heartbeats_keep_job_past_lease(client, conn, queue):
+    job_id = client.enqueue("long", queue=queue)
+    requeued = []
+    stop = threading.Event()
+
+    def reaper():
+        # What jobs_maintain does in production, much more often than usual.
+        while not stop.is_set():
+            requeued.append(client.requeue_expired())
+            stop.wait(0.05)
+
+    def handle(job):
+        time.sleep(1.5)  # three times the lease
+
+    w = skiplock.Worker(client, {"long": handle}, {queue: 1}, lease=0.5, heartbeat_interval=0.1,
+                        poll_interval=0.05, maintain_interval=None).start()
+    r = threading.Thread(target=reaper)
+    r.start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"done": 1}, 20, "the long job done")
+    finally:
+        stop.set()
+        r.join()
+        w.stop(wait=True)
+    row = client.get(job_id)
+    assert row["attempts"] == 1 and row["last_error"] is None
+    assert w.stats.completed == 1 and w.stats.lost == 0 and w.stats.fenced == 0
+
+
+def test_invalid_argument_names_parameter(client, queue):
+    with pytest.raises(skiplock.InvalidArgument) as e:
+        client.claim("w", 0, queues=[queue])
+    assert e.value.parameter == "max_jobs"
+    assert "max_jobs" in str(e.value)
+    with pytest.raises(skiplock.InvalidArgument) as e:
+        client.enqueue("", queue=queue)
+    assert e.value.parameter == "kind"
+    with pytest.raises(skiplock.InvalidArgument) as e:
+        client.enqueue_many(["a", ""], queues=[queue, queue])
+    assert e.value.parameter == "kinds[2]"
+    with pytest.raises(skiplock.InvalidArgument) as e:
+        client.heartbeat(1, 1, lease=timedelta(0))
+    assert e.value.parameter == "lease"
+    assert isinstance(e.value, ValueError)
+
+
+def test_graceful_shutdown_loses_nothing(client, conn, queue):
+    n = 60
+    ids = client.enqueue_many(["work"] * n, queues=[queue] * n)
+    ran = Counter()
+    lock = threading.Lock()
+
+    def handle(job):
+        time.sleep(0.05)
+        with lock:
+            ran[job.id] += 1
+
+    w = skiplock.Worker(client, {"work": handle}, {queue: 4}, poll_interval=0.05, maintain_interval=None,
+                        shutdown_timeout=10).start()
+    wait_for(lambda: len(ran) >= 8, 20, "some jobs done")
+    w.stop(wait=True)
+    first = dict(ran)
+    # Nothing is left running or half-done: each job ran and is done, or never ran and is queued.
+    after = states(conn, queue)
+    assert "running" not in after, after
+    done = {r[0] for r in conn.execute("SELECT id FROM jobs WHERE queue = %s AND state = 'done'", (queue,))}
+    assert done == set(first), "every handler that ran was completed, and only those"
+    assert after.get("queued", 0) == n - len(done)
+    assert w.stats.completed == len(done)
+
+    # A second worker finishes the rest; every job ran exactly once.
+    w2 = skiplock.Worker(client, {"work": handle}, {queue: 8}, poll_interval=0.05, maintain_interval=None).start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"done": n}, 30, "the rest done")
+    finally:
+        w2.stop(wait=True)
+    assert set(ran) == set(ids) and set(ran.values()) == {1}

@@ -1,0 +1,249 @@
+"""Worker: results, failures with tracebacks, timeouts, fencing, slots, signals."""
+
+import os
+import signal
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+import pytest
+
+import skiplock
+from helpers import states, wait_for
+
+
+def worker(client, handlers, queue, slots=2, **kw):
+    kw.setdefault("poll_interval", 0.05)
+    kw.setdefault("maintain_interval", None)
+    return skiplock.Worker(client, handlers, {queue: slots}, **kw)
+
+
+def job_row(conn, job_id):
+    return conn.execute("SELECT state::text, attempts, max_attempts, last_error, run_at FROM jobs WHERE id = %s",
+                        (job_id,)).fetchone()
+
+
+def test_results_snooze_cancel_retry_at(client, conn, queue):
+    later = datetime.now(timezone.utc) + timedelta(hours=2)
+    outcomes = {
+        "snooze-return": lambda job: skiplock.Snooze(timedelta(hours=1)),
+        "snooze-raise": lambda job: (_ for _ in ()).throw(skiplock.Snooze(3600)),
+        "cancel": lambda job: skiplock.Cancel("not wanted"),
+        "retry-at": lambda job: skiplock.RetryAt(later, "upstream busy"),
+    }
+    ids = {kind: client.enqueue(kind, queue=queue) for kind in outcomes}
+    w = worker(client, outcomes, queue, slots=4).start()
+    try:
+        wait_for(lambda: states(conn, queue).get("running", 0) == 0 and w.stats.snoozed + w.stats.cancelled
+                 + w.stats.failed == 4, 10, "four outcomes")
+    finally:
+        w.stop(wait=True)
+    for kind in ("snooze-return", "snooze-raise"):
+        state, attempts, max_attempts, last_error, run_at = job_row(conn, ids[kind])
+        assert (state, max_attempts, last_error) == ("queued", 6, None)
+        assert run_at > datetime.now(timezone.utc) + timedelta(minutes=59)
+    assert job_row(conn, ids["cancel"])[0::3] == ("cancelled", "not wanted")
+    assert job_row(conn, ids["retry-at"])[3:] == ("upstream busy", later)
+    assert (w.stats.snoozed, w.stats.cancelled, w.stats.failed) == (2, 1, 1)
+
+
+def test_exception_recorded_with_traceback(client, conn, queue):
+    def explode(job):
+        raise RuntimeError(f"kaboom {job.payload['n']}")
+
+    job_id = client.enqueue("explode", {"n": 7}, queue=queue, max_attempts=1)
+    unknown = client.enqueue("nobody-handles-this", queue=queue, max_attempts=1)
+    w = worker(client, {"explode": explode}, queue).start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"dead": 2}, 10, "both jobs dead")
+    finally:
+        w.stop(wait=True)
+    err = job_row(conn, job_id)[3]
+    assert err.startswith("Traceback (most recent call last):")
+    assert "in explode" in err and "RuntimeError: kaboom 7" in err
+    assert "no handler for kind 'nobody-handles-this'" in job_row(conn, unknown)[3]
+
+
+def test_timeout_fails_job_and_tells_handler(client, conn, queue):
+    told = threading.Event()
+
+    def hang(job):
+        told.set() if job.cancelled.wait(10) else None
+
+    job_id = client.enqueue("hang", queue=queue, max_attempts=1)
+    w = worker(client, {"hang": hang}, queue, timeout=0.2).start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"dead": 1}, 10, "the job timed out")
+        assert told.wait(5)
+    finally:
+        w.stop(wait=True)
+    assert "timed out" in job_row(conn, job_id)[3]
+    assert w.stats.timed_out == 1 and w.stats.completed == 0
+
+
+def test_fenced_result_counted_not_retried(client, conn, queue, caplog):
+    started, release = threading.Event(), threading.Event()
+
+    def slow(job):
+        started.set()
+        release.wait(10)
+
+    job_id = client.enqueue("slow", queue=queue)
+    w = worker(client, {"slow": slow}, queue, heartbeat_interval=60).start()
+    try:
+        assert started.wait(10)
+        assert client.cancel(job_id) is True  # an operator cancels it while it runs
+        release.set()
+        wait_for(lambda: w.stats.fenced == 1, 10, "the fenced completion counted")
+    finally:
+        w.stop(wait=True)
+    assert job_row(conn, job_id)[0] == "cancelled"
+    assert w.stats.completed == 0
+    assert any("no longer held" in r.getMessage() for r in caplog.records)
+
+
+def test_heartbeat_finds_lost_job_and_tells_handler(client, conn, queue):
+    started, told = threading.Event(), threading.Event()
+
+    def slow(job):
+        started.set()
+        if job.cancelled.wait(10):
+            told.set()
+
+    job_id = client.enqueue("slow", queue=queue)
+    w = worker(client, {"slow": slow}, queue, heartbeat_interval=0.05).start()
+    try:
+        assert started.wait(10)
+        client.cancel(job_id)
+        assert told.wait(5)
+    finally:
+        w.stop(wait=True)
+    assert w.stats.lost == 1 and w.stats.fenced == 0  # its late result is not even sent
+
+
+def test_claims_sized_to_free_slots(client, conn, queue):
+    lock = threading.Lock()
+    now_running, most = [0], [0]
+
+    def handle(job):
+        with lock:
+            now_running[0] += 1
+            most[0] = max(most[0], now_running[0])
+        try:
+            time.sleep(0.02)
+        finally:
+            with lock:
+                now_running[0] -= 1
+
+    client.enqueue_many(["k"] * 30, queues=[queue] * 30)
+    w = worker(client, {"k": handle}, queue, slots=3).start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"done": 30}, 20, "all done")
+    finally:
+        w.stop(wait=True)
+    assert 1 < most[0] <= 3
+    assert w.stats.claimed == 30 and w.stats.completed == 30 and w.stats.failed == 0
+
+
+def test_complete_tx_commits_effect_and_completion_together(client, db_url, conn, queue):
+    conn.execute("CREATE TABLE IF NOT EXISTS py_effects (job_id bigint PRIMARY KEY)")
+    w = None
+
+    def handle(job):
+        with psycopg.connect(db_url) as tx:
+            tx.execute("INSERT INTO py_effects VALUES (%s)", (job.id,))
+            assert w.complete_tx(job, tx)
+
+    ids = client.enqueue_many(["fx"] * 5, queues=[queue] * 5)
+    w = worker(client, {"fx": handle}, queue).start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"done": 5}, 10, "all done")
+    finally:
+        w.stop(wait=True)
+    assert conn.execute("SELECT count(*) FROM py_effects WHERE job_id = ANY(%s)", (ids,)).fetchone() == (5,)
+    assert w.stats.completed == 5 and w.stats.fenced == 0
+
+
+def test_claimed_after_stop_is_given_back(client, conn, queue):
+    job_id = client.enqueue("k", queue=queue)
+    w = worker(client, {"k": lambda job: None}, queue)
+    [job] = client.claim(w.name, queues=[queue])
+    w.stop()  # shutdown began between the claim and the start
+    w._start(job)
+    assert job_row(conn, job_id)[:2] == ("queued", 1)
+    assert w.stats.given_back == 1
+
+
+def test_run_stops_on_sigterm(client, conn, queue):
+    done = []
+    client.enqueue("k", queue=queue)
+    w = worker(client, {"k": lambda job: done.append(job.id)}, queue)
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    before = signal.getsignal(signal.SIGTERM)
+    w.run()  # returns once SIGTERM has drained it
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert len(done) == 1 and states(conn, queue) == {"done": 1}
+
+
+def test_periodic_maintain_requeues_expired(client, conn, queue):
+    job_id = client.enqueue("k", queue=queue)
+    client.claim("dead-worker", queues=[queue], lease=timedelta(milliseconds=1))
+    w = skiplock.Worker(client, {"k": lambda job: None}, {queue: 1}, poll_interval=0.05, maintain_interval=0.1).start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"done": 1}, 10, "the expired job taken back and done")
+    finally:
+        w.stop(wait=True)
+    assert job_row(conn, job_id)[1] == 2
+
+
+def test_worker_rejects_bad_config(client):
+    with pytest.raises(ValueError):
+        skiplock.Worker(client, {}, {"q": 1})
+    with pytest.raises(ValueError):
+        skiplock.Worker(client, {"k": print}, {"q": 0})
+    with pytest.raises(ValueError):
+        skiplock.Worker(client, {"k": print}, lease=0)
+    with pytest.raises(ValueError):
+        skiplock.Worker(client, {"k": print}, timeout=0)
+
+
+def test_stop_before_run_returns_at_once(client, queue):
+    w = worker(client, {"k": lambda job: None}, queue)
+    w.stop(wait=True)
+    w.run()  # returns at once: it was stopped
+
+
+def test_shutdown_timeout_releases_or_completes(client, conn, queue):
+    started = threading.Barrier(3)
+
+    def gives_up(job):
+        started.wait(5)
+        job.cancelled.wait(10)
+        raise RuntimeError("stopped by shutdown")
+
+    def finishes(job):
+        started.wait(5)
+        job.cancelled.wait(10)
+
+    released = client.enqueue("gives_up", queue=queue)
+    finished = client.enqueue("finishes", queue=queue)
+    w = worker(client, {"gives_up": gives_up, "finishes": finishes}, queue, shutdown_timeout=0.2).start()
+    started.wait(10)
+    t0 = time.monotonic()
+    w.stop(wait=True)
+    assert time.monotonic() - t0 < 3
+    # released: queued again, ready now, no error recorded, no attempt spent
+    state, attempts, max_attempts, last_error, _ = job_row(conn, released)
+    assert (state, attempts, max_attempts, last_error) == ("queued", 1, 6, None)
+    assert job_row(conn, finished)[0] == "done"
+    assert w.stats.given_back == 1 and w.stats.completed == 1 and w.stats.failed == 0
+
+
+def test_worker_runs_once(client, queue):
+    w = worker(client, {"k": lambda job: None}, queue).start()
+    try:
+        with pytest.raises(RuntimeError):
+            w.start()
+    finally:
+        w.stop(wait=True)
