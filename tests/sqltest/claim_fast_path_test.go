@@ -2,11 +2,7 @@ package sqltest
 
 import (
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestClaimFastPathUntouchedByFlowControl: a claim that names no paused or limited queue
@@ -25,34 +21,8 @@ func TestClaimFastPathUntouchedByFlowControl(t *testing.T) {
 	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('other', 1, 1), jobs_pause('other'), jobs_set_rate_limit('other', 1, '1 minute')")
 	mustExec(t, b.Conn, "ANALYZE jobs")
 
-	cfg, err := pgx.ParseConfig(b.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		plans []string
-	)
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		defer mu.Unlock()
-		plans = append(plans, n.Message)
-	}
-	conn, err := pgx.ConnectConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
-	if _, err := conn.Exec(t.Context(), "LOAD 'auto_explain'"); err != nil {
-		t.Skipf("auto_explain is not available to this user: %v", err)
-	}
-	for _, set := range []string{
-		"SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_nested_statements = on",
-		"SET auto_explain.log_level = notice",
-	} {
-		mustExec(t, conn, set)
-	}
+	conn, planLog := connectWithPlanLog(t, b.URL)
+	startAutoExplain(t, conn)
 
 	var held []claimedJob
 	// Each form several times: PL/pgSQL may switch to a generic plan after the first calls.
@@ -66,8 +36,7 @@ func TestClaimFastPathUntouchedByFlowControl(t *testing.T) {
 		mustExec(t, conn, "SELECT jobs_fail($1, $2, 'boom')", held[8+i].ID, held[8+i].Attempt)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
+	plans := planLog.take()
 	var scans, updates int
 	for _, p := range plans {
 		if strings.Contains(p, "jobs_queue_starts") || strings.Contains(p, "jobs_running_lease_idx") ||

@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // listed is one row of jobs_list, the columns the tests look at.
@@ -159,24 +157,7 @@ func TestListFastWithManyDoneJobs(t *testing.T) {
 	insertFinished(t, b.Conn, 1000, "done", "default", "1 hour")
 	mustExec(t, b.Conn, "VACUUM ANALYZE jobs")
 
-	cfg, err := pgx.ParseConfig(b.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		plans []string
-	)
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		defer mu.Unlock()
-		plans = append(plans, n.Message)
-	}
-	conn, err := pgx.ConnectConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
+	conn, planLog := connectWithPlanLog(t, b.URL)
 
 	filters := []struct {
 		args, index string
@@ -207,29 +188,16 @@ func TestListFastWithManyDoneJobs(t *testing.T) {
 		}
 	}
 
-	if _, err := conn.Exec(t.Context(), "LOAD 'auto_explain'"); err != nil {
-		t.Skipf("auto_explain is not available to this user: %v", err)
-	}
-	for _, set := range []string{
-		"SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_nested_statements = on",
-		"SET auto_explain.log_level = notice",
-	} {
-		mustExec(t, conn, set)
-	}
+	startAutoExplain(t, conn)
 	for _, f := range filters {
-		mu.Lock()
-		plans = nil
-		mu.Unlock()
+		planLog.take()
 		list(t, conn, f.args)
-		mu.Lock()
 		var plan string
-		for _, p := range plans {
+		for _, p := range planLog.take() {
 			if strings.Contains(p, "FROM jobs j") {
 				plan = p
 			}
 		}
-		mu.Unlock()
 		if plan == "" {
 			t.Fatalf("auto_explain logged no plan of jobs_list(%s)", f.args)
 		}

@@ -3,12 +3,10 @@ package sqltest
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
@@ -263,24 +261,7 @@ func TestMetricsReadsNoFinishedRows(t *testing.T) {
 	mustExec(t, b.Conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[10000]))")
 	mustExec(t, b.Conn, "VACUUM ANALYZE jobs")
 
-	cfg, err := pgx.ParseConfig(b.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		plans []string
-	)
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		defer mu.Unlock()
-		plans = append(plans, n.Message)
-	}
-	conn, err := pgx.ConnectConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
+	conn, planLog := connectWithPlanLog(t, b.URL)
 
 	// Timing first, without auto_explain: the best of 10 calls.
 	best := time.Hour
@@ -299,19 +280,9 @@ func TestMetricsReadsNoFinishedRows(t *testing.T) {
 		t.Errorf("jobs_metrics took %v, want well under 20 ms (asserting 200 ms on a shared machine)", best)
 	}
 
-	if _, err := conn.Exec(t.Context(), "LOAD 'auto_explain'"); err != nil {
-		t.Skipf("auto_explain is not available to this user: %v", err)
-	}
-	for _, set := range []string{
-		"SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_nested_statements = on",
-		"SET auto_explain.log_level = notice",
-	} {
-		mustExec(t, conn, set)
-	}
+	startAutoExplain(t, conn)
 	metrics(t, conn)
-	mu.Lock()
-	defer mu.Unlock()
+	plans := planLog.take()
 	var checked int
 	for _, p := range plans {
 		if !strings.Contains(p, "jobs_ready_idx") {

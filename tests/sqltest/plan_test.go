@@ -2,11 +2,7 @@ package sqltest
 
 import (
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestFencedCallsProbeOneRow: complete, fail, heartbeat and snooze find their job through
@@ -24,34 +20,8 @@ func TestFencedCallsProbeOneRow(t *testing.T) {
 	mustExec(t, b.Conn, "ANALYZE jobs")
 	mustExec(t, b.Conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[400]))")
 
-	cfg, err := pgx.ParseConfig(b.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		plans []string
-	)
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		defer mu.Unlock()
-		plans = append(plans, n.Message)
-	}
-	conn, err := pgx.ConnectConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
-	if _, err := conn.Exec(t.Context(), "LOAD 'auto_explain'"); err != nil {
-		t.Skipf("auto_explain is not available to this user: %v", err)
-	}
-	for _, set := range []string{
-		"SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_nested_statements = on",
-		"SET auto_explain.log_level = notice",
-	} {
-		mustExec(t, conn, set)
-	}
+	conn, planLog := connectWithPlanLog(t, b.URL)
+	startAutoExplain(t, conn)
 
 	jobs := claim(t, conn, "w", 400, nil, "1 hour")
 	if len(jobs) != 400 {
@@ -62,9 +32,7 @@ func TestFencedCallsProbeOneRow(t *testing.T) {
 	for i, j := range jobs {
 		ids[i], attempts[i] = j.ID, j.Attempt
 	}
-	mu.Lock()
-	plans = nil
-	mu.Unlock()
+	planLog.take()
 	// Each function twice: PL/pgSQL may switch to a generic plan after the first calls.
 	for i := range 2 {
 		mustExec(t, conn, "SELECT jobs_heartbeat($1, $2)", ids[i], attempts[i])
@@ -76,8 +44,7 @@ func TestFencedCallsProbeOneRow(t *testing.T) {
 		mustExec(t, conn, "SELECT jobs_complete_many($1, $2)", ids[lo:hi], attempts[lo:hi])
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
+	plans := planLog.take()
 	var checked int
 	for _, p := range plans {
 		if !strings.Contains(p, "UPDATE jobs") {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -258,34 +257,8 @@ func TestScheduleTickProbesTheDueIndex(t *testing.T) {
 		SELECT 's' || g, '@daily', 'k', now() + g * interval '1 minute' FROM generate_series(1, 5000) g`)
 	mustExec(t, b.Conn, "ANALYZE jobs_schedules")
 
-	cfg, err := pgx.ParseConfig(b.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		plans []string
-	)
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		defer mu.Unlock()
-		plans = append(plans, n.Message)
-	}
-	conn, err := pgx.ConnectConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
-	if _, err := conn.Exec(t.Context(), "LOAD 'auto_explain'"); err != nil {
-		t.Skipf("auto_explain is not available to this user: %v", err)
-	}
-	for _, set := range []string{
-		"SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_nested_statements = on",
-		"SET auto_explain.log_level = notice",
-	} {
-		mustExec(t, conn, set)
-	}
+	conn, planLog := connectWithPlanLog(t, b.URL)
+	startAutoExplain(t, conn)
 	// Several calls: PL/pgSQL may switch to a generic plan after the first ones.
 	for range 7 {
 		if n := queryOne[int32](t, conn, "SELECT jobs_schedule_tick()"); n != 0 {
@@ -293,8 +266,7 @@ func TestScheduleTickProbesTheDueIndex(t *testing.T) {
 		}
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
+	plans := planLog.take()
 	var checked int
 	for _, p := range plans {
 		if !strings.Contains(p, "FROM jobs_schedules s") {
