@@ -230,6 +230,11 @@ func (h *execHandler) run(ctx context.Context, job *driver.Job[json.RawMessage])
 	}
 	// Whatever the command left running in its group goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if errors.Is(waitErr, exec.ErrWaitDelay) {
+		// Wait gives up on a child still holding stdout or stderr after WaitDelay and reports
+		// ErrWaitDelay only if the command itself exited 0: that exit status is the outcome.
+		waitErr = nil
+	}
 
 	if waitErr == nil && ctx.Err() == nil {
 		return nil

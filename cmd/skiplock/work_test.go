@@ -186,6 +186,19 @@ mv "$out.tmp" "$out"
 		}
 	})
 
+	t.Run("Exit0WithABackgroundChildHoldingStderrCompletes", func(t *testing.T) {
+		t.Parallel()
+		db, dir := setup(t), t.TempDir()
+		// The child outlives the command with its stderr open: cmd.Wait reports ErrWaitDelay.
+		sh := script(t, dir, "sleep 30 &\nexit 0\n")
+		id := enqueue(t, db, "k", `{}`, "q", 1)
+		w := startWork(t, db.URL, "--queue", "q", "--exec", sh)
+		j := waitJob(t, db, id, "finished", func(j jobRow) bool { return j.State != "running" && j.State != "queued" }, w)
+		if j.State != "done" {
+			t.Fatalf("exit 0 gave job %+v, want done", j)
+		}
+	})
+
 	t.Run("FailureRetries", func(t *testing.T) {
 		t.Parallel()
 		db, dir := setup(t), t.TempDir()

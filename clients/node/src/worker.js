@@ -7,8 +7,10 @@
 //     losing its connection (then wakes the fetch loop, since notifications were missed);
 //   - one promise per running job: the handler, given an AbortSignal that fires on timeout, on
 //     losing the job, and at the end of the shutdown grace period;
-//   - the completer: successes are completed in batches with jobs_complete_many;
-//   - the heartbeat timer: jobs_heartbeat_many for every running job each heartbeatInterval;
+//   - the completer: successes are completed in batches with jobs_complete_many, retrying
+//     connection errors until shutdown;
+//   - the heartbeat timer: jobs_heartbeat_many for every running job each heartbeatInterval,
+//     until its handler returns and its completion is recorded (also after its signal fired);
 //     a job missing from the answer is aborted with JobNotHeldError;
 //   - the maintenance timer: jobs_maintain every maintainInterval.
 // Every fenced call that finds the job no longer held (false, NULL, an id missing from a
@@ -29,8 +31,33 @@ export const SHUTDOWN_TIMEOUT_DEFAULT = 10 * 1000;
 export const COMPLETE_BATCH_DELAY_DEFAULT = 2;
 export const COMPLETE_BATCH_SIZE_DEFAULT = 100;
 export const SLOTS_DEFAULT = 10;
+// After the shutdown grace period fires the handlers' signals, stop() waits this long more
+// for them before it abandons those that ignore their signal (as the Go driver does).
+export const SHUTDOWN_ABANDON_AFTER = 5000;
+// A completion batch that fails with a connection error is retried with this backoff until
+// the final flush of shutdown, which makes one last attempt of at most COMPLETE_FINAL_TIMEOUT.
+const COMPLETE_RETRY_MIN = 50;
+const COMPLETE_RETRY_MAX = 2000;
+const COMPLETE_FINAL_TIMEOUT = 5000;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// retryable reports whether a failed call may succeed if repeated, as the Go driver's
+// retryable does: no SQLSTATE (connection lost, network or socket errors), a connection
+// exception (08), insufficient resources (53), an administrator shutdown or restart
+// (57P01-57P03), a serialization failure or deadlock (40001, 40P01).
+export function retryable(err) {
+  const code = err?.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
+  return /^(08|53)/.test(code) || ['57P01', '57P02', '57P03', '40001', '40P01'].includes(code);
+}
+
+// within rejects when promise takes longer than ms.
+function within(promise, ms, what) {
+  let timer;
+  const deadline = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms); });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
 
 /**
  * new Worker(client, options)
@@ -57,7 +84,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  *   listen            LISTEN on jobs_ready for immediate wake-ups. Defaults to true.
  *   maintainInterval  ms between jobs_maintain rounds. Defaults to 5000; -1 disables them.
  *   shutdownTimeout   ms that stop() waits for running jobs before aborting them (they are
- *                     then given back with jobs_snooze(now())). Defaults to 10000.
+ *                     then given back with jobs_snooze(now())). Defaults to 10000. A handler
+ *                     still running SHUTDOWN_ABANDON_AFTER (5 s) later is abandoned.
  *   completeBatchDelay, completeBatchSize: a batch of completions is sent when it has
  *                     completeBatchSize jobs or is completeBatchDelay ms old. Defaults to 2
  *                     ms and 100.
@@ -98,6 +126,8 @@ export class Worker {
     this.pending = []; // completions waiting for the next batch
     this.flushTimer = null;
     this.flushing = Promise.resolve();
+    this.finalFlush = false; // set by shutdown: a failing batch gets one last attempt
+    this.finalFlushStarted = new Promise((resolve) => { this.startFinalFlush = resolve; });
     this.stopping = false;
     this.started = false;
     this.wakeResolve = null;
@@ -179,11 +209,24 @@ export class Worker {
       clearTimeout(timer);
       if (outcome === 'timeout') {
         for (const ex of this.running.values()) ex.controller.abort(new ShutdownError());
-        await all();
+        // A handler that ignores its signal must not hold shutdown forever: its job is
+        // abandoned (it runs again after its lease expires).
+        let abandon;
+        const late = new Promise((resolve) => { abandon = setTimeout(resolve, SHUTDOWN_ABANDON_AFTER, 'abandon'); });
+        const ended = await Promise.race([all().then(() => 'done'), late]);
+        clearTimeout(abandon);
+        if (ended === 'abandon') {
+          for (const ex of this.running.values()) {
+            if (ex.returned) continue;
+            this.logger.error?.(`skiplock: abandoning job ${ex.job.id} (${ex.job.kind}) attempt ${ex.job.attempt}: its handler ignored its signal for ${SHUTDOWN_ABANDON_AFTER} ms; it runs again after its lease expires`);
+          }
+        }
       }
     }
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    this.finalFlush = true;
+    this.startFinalFlush();
     await this.flush();
   }
 
@@ -280,7 +323,7 @@ export class Worker {
 
   execute(job) {
     const controller = new AbortController();
-    const ex = { job, controller, completedInTx: false, settled: null };
+    const ex = { job, controller, completedInTx: false, returned: false, settled: null };
     this.running.set(job.id, ex);
     this.busy[job.queue] += 1;
     let timer = null;
@@ -305,6 +348,7 @@ export class Worker {
       } catch (err) {
         error = err ?? new Error('handler threw a nullish value');
       }
+      ex.returned = true;
       if (timer) clearTimeout(timer);
       try {
         await this.settle(ex, result, error);
@@ -393,10 +437,16 @@ export class Worker {
     return this.flushing;
   }
 
+  // A failed batch changed nothing (one statement) and its jobs are done: a connection error
+  // is retried until the final flush of shutdown (the jobs keep heartbeating meanwhile, since
+  // they stay in this.running), which makes one last bounded attempt.
   async completeBatch(batch) {
-    for (let attempt = 0; ; attempt++) {
+    let delay = COMPLETE_RETRY_MIN;
+    for (;;) {
+      const last = this.finalFlush;
       try {
-        const done = new Set(await this.client.completeMany(batch.map((b) => b.ex.job.id), batch.map((b) => b.ex.job.attempt)));
+        const call = this.client.completeMany(batch.map((b) => b.ex.job.id), batch.map((b) => b.ex.job.attempt));
+        const done = new Set(await (last ? within(call, COMPLETE_FINAL_TIMEOUT, 'jobs_complete_many') : call));
         for (const { ex, resolve } of batch) {
           if (done.has(ex.job.id)) this.emit('completed', ex.job, 'done');
           else this.fenced(ex.job, 'complete', null);
@@ -404,13 +454,17 @@ export class Worker {
         }
         return;
       } catch (err) {
-        // A failed batch changed nothing (one statement): try again, since the jobs are done.
-        this.logError('complete', err);
-        if (attempt >= 4) {
+        if (last || !retryable(err)) {
+          this.logError(`complete (${batch.length} jobs run again after their lease expires)`, err);
           for (const { resolve } of batch) resolve();
           return;
         }
-        await sleep(100 * 2 ** attempt);
+        this.stats.errors += 1;
+        this.logger.warn?.(`skiplock: complete failed; retrying in ${delay} ms: ${err?.message ?? err}`);
+        let timer;
+        await Promise.race([new Promise((resolve) => { timer = setTimeout(resolve, delay); }), this.finalFlushStarted]);
+        clearTimeout(timer);
+        delay = Math.min(delay * 2, COMPLETE_RETRY_MAX);
       }
     }
   }
@@ -427,7 +481,9 @@ export class Worker {
   }
 
   async heartbeatRound() {
-    const exs = [...this.running.values()].filter((ex) => !ex.controller.signal.aborted);
+    // A handler whose signal fired for a timeout or shutdown may still be running: it keeps
+    // its lease until it returns, or another worker could run the job at the same time.
+    const exs = [...this.running.values()].filter((ex) => !(ex.controller.signal.reason instanceof JobNotHeldError) && !ex.completedInTx);
     if (exs.length === 0) return;
     const rows = await this.client.heartbeatMany(exs.map((ex) => ex.job.id), exs.map((ex) => ex.job.attempt), { lease: this.lease });
     const held = new Set(rows.map((r) => r.id));

@@ -87,6 +87,83 @@ test('a job past its timeout has its signal fired and is failed', async (t) => {
   assert.match(job.lastError, /^JobTimeoutError: job timed out after 100 ms/);
 });
 
+test('a handler past its timeout keeps heartbeating its lease until it returns', async (t) => {
+  // The Go driver heartbeats a job until its handler returns: a lapsed lease while the
+  // handler still runs would let another worker run the job at the same time.
+  const client = newClient(t);
+  const db = await newConn(t);
+  const queue = queueName('timeout-hb');
+  const id = await client.enqueue('slow', {}, { queue });
+  const worker = startWorker(t, client, queue, { slow: async () => { await sleep(2500); } },
+    { lease: 1000, heartbeatInterval: 200, timeout: 300 });
+  t.after(() => worker.stop());
+  await waitFor('running', async () => (await client.get(id)).state === 'running');
+  await sleep(1800); // the handler still runs, past its timeout; the lease is 1 s
+  const r = await db.query('SELECT lease_expires_at < now() AS expired FROM jobs WHERE id = $1', [id]);
+  const other = await client.claim({ worker: 'thief', maxJobs: 1, queues: [queue], lease: 60000 });
+  assert.equal(r.rows[0].expired, false, 'the lease lapsed while the handler still ran');
+  assert.equal(other.length, 0, 'another worker claimed the job while the first still ran it');
+});
+
+test('shutdown abandons a handler that ignores its signal 5 s after firing it', async (t) => {
+  const client = newClient(t);
+  const queue = queueName('abandon');
+  const id = await client.enqueue('stuck', {}, { queue });
+  let release;
+  const stuck = new Promise((r) => { release = r; });
+  t.after(() => release());
+  const logger = recordingLogger();
+  const worker = startWorker(t, client, queue, { stuck: async () => { await stuck; } },
+    { shutdownTimeout: 200, timeout: -1, logger });
+  await waitFor('running', async () => (await client.get(id)).state === 'running');
+  const res = await Promise.race([worker.stop().then(() => 'stopped'), sleep(8000).then(() => 'hung')]);
+  release();
+  await worker.stop();
+  assert.equal(res, 'stopped');
+  assert.ok(logger.lines.error.some((m) => m.includes(`abandoning job ${id} (stuck)`)), logger.lines.error.join('\n'));
+});
+
+test('a completion batch failing with connection errors for a few seconds is retried', async (t) => {
+  // A server restart must not drop the completion (the job would run again when its lease
+  // expires): connection errors are retried until shutdown, as the Go driver does.
+  const client = newClient(t);
+  const queue = queueName('complete-outage');
+  const real = client.completeMany.bind(client);
+  const until = Date.now() + 3000;
+  let calls = 0;
+  client.completeMany = async (...a) => {
+    calls += 1;
+    if (Date.now() < until) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' });
+    return real(...a);
+  };
+  const id = await client.enqueue('k', {}, { queue });
+  let ran = 0;
+  const worker = startWorker(t, client, queue, { k: async () => { ran += 1; } }, { logger: recordingLogger() });
+  const job = await finalState(client, id, ['done']);
+  await worker.stop();
+  assert.equal(job.attempts, 1);
+  assert.equal(ran, 1);
+  assert.equal(worker.stats.completed, 1);
+  assert.ok(calls > 5, `completeMany called ${calls} times`);
+});
+
+test('a completion batch failing with a statement error is not retried', async (t) => {
+  const client = newClient(t);
+  const queue = queueName('complete-bad');
+  let calls = 0;
+  client.completeMany = async () => {
+    calls += 1;
+    throw Object.assign(new Error('function jobs_complete_many does not exist'), { code: '42883' });
+  };
+  const id = await client.enqueue('k', {}, { queue });
+  const logger = recordingLogger();
+  const worker = startWorker(t, client, queue, { k: async () => {} }, { logger });
+  await waitFor('the failed completion', () => logger.lines.error.length > 0);
+  await worker.stop();
+  assert.equal(calls, 1);
+  assert.equal((await client.get(id)).state, 'running');
+});
+
 test('a job cancelled while it runs is aborted, and its result fenced, counted and logged', async (t) => {
   const client = newClient(t);
   const queue = queueName('lost');

@@ -45,6 +45,10 @@ SHUTDOWN_TIMEOUT_DEFAULT = timedelta(seconds=10)
 SHUTDOWN_ABANDON_AFTER = 5.0
 COMPLETE_BATCH_DELAY_DEFAULT = timedelta(milliseconds=2)
 COMPLETE_BATCH_SIZE_DEFAULT = 100
+# A completion batch that fails with a connection error is retried with this backoff (seconds)
+# until shutdown, which makes one last attempt, as the Go driver's completer does.
+COMPLETE_RETRY_MIN = 0.05
+COMPLETE_RETRY_MAX = 2.0
 # The most jobs one claim takes, never more than the free slots (the Go driver's BatchSizeDefault).
 CLAIM_BATCH_MAX = 1000
 
@@ -171,6 +175,9 @@ class Worker:
         self._busy = {q: 0 for q in self.queues}
         self._more = {q: False for q in self.queues}
         self._running: dict[int, _Execution] = {}
+        # Jobs whose handler succeeded, waiting for their completion to be written: they keep
+        # heartbeating meanwhile, so a completion retried through an outage keeps its lease.
+        self._completing: dict[int, Job] = {}
         self._job_threads: set[threading.Thread] = set()
         self._completions: queuelib.Queue = queuelib.Queue()
         self._thread: threading.Thread | None = None
@@ -341,6 +348,8 @@ class Worker:
             elif isinstance(result, _Release):
                 self._record("given_back", job, self.client.snooze(job.id, job.attempt, delay=timedelta(0)))
             else:
+                with self._lock:
+                    self._completing[job.id] = job
                 self._completions.put(job)
         except Exception:
             log.exception("skiplock: recording the outcome of job %d failed; its lease will lapse and it will run again",
@@ -393,7 +402,9 @@ class Worker:
                     self._time_out(ex)
             if now >= next_beat:
                 next_beat = now + self.heartbeat_interval
-                self._heartbeat([ex for ex in running if not ex.settled])
+                with self._lock:
+                    completing = list(self._completing.values())
+                self._heartbeat([ex for ex in running if not ex.settled], completing)
 
     def _idle(self) -> bool:
         with self._lock:
@@ -411,12 +422,12 @@ class Worker:
         except Exception:
             log.exception("skiplock: recording the timeout of job %d failed", job.id)
 
-    def _heartbeat(self, running: list[_Execution]) -> None:
-        if not running:
+    def _heartbeat(self, running: list[_Execution], completing: list[Job]) -> None:
+        if not running and not completing:
             return
+        jobs = [ex.job for ex in running] + completing
         try:
-            held = self.client.heartbeat_many([ex.job.id for ex in running], [ex.job.attempt for ex in running],
-                                              lease=self.lease)
+            held = self.client.heartbeat_many([j.id for j in jobs], [j.attempt for j in jobs], lease=self.lease)
         except Exception:
             log.exception("skiplock: heartbeat failed; trying again at the next beat")
             return
@@ -464,19 +475,34 @@ class Worker:
             self._flush(batch[i:i + self.complete_batch_size])
 
     def _flush(self, batch: list[Job]) -> None:
+        """Completes one batch. A failed batch changed nothing (one statement) and its jobs
+        are done, so a connection error (a server restart, a lost connection) is retried,
+        the jobs heartbeating meanwhile, until shutdown closes the helpers; then one last
+        attempt is made. Any other error drops the batch: its jobs run again after their
+        lease expires."""
         if not batch:
             return
-        for attempt in range(3):
-            try:
-                done = set(self.client.complete_many([j.id for j in batch], [j.attempt for j in batch]))
-                break
-            except Exception:
-                log.exception("skiplock: jobs_complete_many of %d jobs failed (try %d of 3)", len(batch), attempt + 1)
-                time.sleep(0.1 * (attempt + 1))
-        else:
-            return
-        for job in batch:
-            self._record("completed", job, job.id in done)
+        delay = COMPLETE_RETRY_MIN
+        try:
+            while True:
+                last = self._closing.is_set()
+                try:
+                    done = set(self.client.complete_many([j.id for j in batch], [j.attempt for j in batch]))
+                    break
+                except Exception as e:
+                    if last or not _retryable(e):
+                        log.exception("skiplock: jobs_complete_many of %d jobs failed; they run again after their lease expires",
+                                      len(batch))
+                        return
+                    log.warning("skiplock: jobs_complete_many of %d jobs failed; retrying in %.2fs: %s", len(batch), delay, e)
+                    self._closing.wait(delay)
+                    delay = min(delay * 2, COMPLETE_RETRY_MAX)
+            for job in batch:
+                self._record("completed", job, job.id in done)
+        finally:
+            with self._lock:
+                for job in batch:
+                    self._completing.pop(job.id, None)
 
     def _maintain_loop(self) -> None:
         refused = False
@@ -520,6 +546,16 @@ class Worker:
                 return False
             time.sleep(0.01)
         return True
+
+
+def _retryable(err: BaseException) -> bool:
+    """Whether a failed call may succeed if repeated, as the Go driver's retryable: a lost
+    connection or a server shutting down or restarting (psycopg.OperationalError: SQLSTATE
+    classes 08, 53, 57P01-57P03), a serialization failure or deadlock (40001, 40P01)."""
+    if isinstance(err, psycopg.OperationalError):
+        return True
+    code = getattr(err, "sqlstate", None) or ""
+    return code[:2] in ("08", "53") or code in ("57P01", "57P02", "57P03", "40001", "40P01")
 
 
 class _Release:

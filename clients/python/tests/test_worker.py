@@ -247,3 +247,56 @@ def test_worker_runs_once(client, queue):
             w.start()
     finally:
         w.stop(wait=True)
+
+
+def test_completion_retried_through_a_short_outage(client, conn, queue):
+    """A completion batch failing with connection errors for a few seconds (a server restart)
+    is retried, not dropped, and the job keeps heartbeating meanwhile: with a 1 s lease and a
+    3 s outage it ends done at its first attempt, completed once."""
+    real = client.complete_many
+    outage_until = time.monotonic() + 3
+    calls = []
+
+    def flaky(ids, attempts, **kw):
+        calls.append(ids)
+        if time.monotonic() < outage_until:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return real(ids, attempts, **kw)
+
+    client.complete_many = flaky
+    job_id = client.enqueue("k", {}, queue=queue)
+    ran = []
+    w = skiplock.Worker(client, {"k": lambda job: ran.append(job.id)}, {queue: 1}, poll_interval=0.05,
+                        maintain_interval=None, lease=timedelta(seconds=1),
+                        heartbeat_interval=timedelta(milliseconds=200)).start()
+    try:
+        wait_for(lambda: ran, what="the handler ran")
+        time.sleep(2)  # inside the outage, past the 1 s lease
+        expired = conn.execute("SELECT lease_expires_at < now() FROM jobs WHERE id = %s", (job_id,)).fetchone()[0]
+        assert not expired, "the lease lapsed while the completion was retried"
+        wait_for(lambda: conn.execute("SELECT state::text FROM jobs WHERE id = %s", (job_id,)).fetchone()[0] == "done",
+                 timeout=10, what="the job done")
+    finally:
+        w.stop(wait=True)
+    attempts = conn.execute("SELECT attempts FROM jobs WHERE id = %s", (job_id,)).fetchone()[0]
+    assert (attempts, ran, w.stats.completed) == (1, [job_id], 1)
+    assert len(calls) > 3
+
+
+def test_completion_statement_error_not_retried(client, conn, queue):
+    calls = []
+
+    def broken(ids, attempts, **kw):
+        calls.append(ids)
+        raise psycopg.errors.UndefinedFunction("function jobs_complete_many does not exist")
+
+    client.complete_many = broken
+    job_id = client.enqueue("k", {}, queue=queue)
+    w = skiplock.Worker(client, {"k": lambda job: None}, {queue: 1}, poll_interval=0.05, maintain_interval=None).start()
+    try:
+        wait_for(lambda: calls, what="the completion")
+        time.sleep(0.5)
+    finally:
+        w.stop(wait=True)
+    assert len(calls) == 1
+    assert conn.execute("SELECT state::text FROM jobs WHERE id = %s", (job_id,)).fetchone()[0] == "running"
