@@ -214,7 +214,10 @@ func TestListFastWithManyDoneJobs(t *testing.T) {
 		// jobs); what must never happen is a page that reads its way through the finished
 		// rows. So the check is on the rows read and thrown away, not on the index chosen:
 		// reaching the 50 newest dead jobs past a million done ones would remove ~1,000,000.
-		if removed := rowsRemovedByFilter(plan); removed > 20_000 {
+		// With 100,000 done jobs (-short) the dead and cancelled ones are 1 % of the table,
+		// and the planner may choose the backward walk (about 10 ms here); the time bound above
+		// still holds. With a million it must use the partial index.
+		if removed := rowsRemovedByFilter(plan); !testing.Short() && removed > 20_000 {
 			t.Errorf("jobs_list(%s) read and threw away %d rows (the partial index %s would read none):\n%s",
 				f.args, removed, f.index, plan)
 		}
