@@ -2,8 +2,6 @@ package driver_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"testing"
 	"time"
@@ -62,31 +60,11 @@ func TestRunGaveUp(t *testing.T) {
 	t.Run("RoleMayNotClaim", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		ctx := context.Background()
-		rb := make([]byte, 6)
-		_, _ = rand.Read(rb)
-		name := "driver_nobody_" + hex.EncodeToString(rb)
-		password := hex.EncodeToString(rb) + "pw"
 		// A login role with none of skiplock's roles: it may connect but not call jobs_claim.
-		if _, err := b.pool.Exec(ctx, "CREATE ROLE "+name+" LOGIN PASSWORD '"+password+"'"); err != nil {
+		pool, err := loginPool(t, b, "driver_nobody_", "", 4)
+		if err != nil {
 			t.Skipf("cannot create a role on this server: %v", err)
 		}
-		t.Cleanup(func() {
-			if _, err := b.pool.Exec(context.Background(), "DROP ROLE "+name); err != nil {
-				t.Errorf("failed to drop role %s: %v", name, err)
-			}
-		})
-		cfg, err := pgxpool.ParseConfig(b.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.ConnConfig.User, cfg.ConnConfig.Password = name, password
-		cfg.MaxConns = 4
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
 		if pgErr := runUntilGaveUp(t, pool); pgErr.Code != "42501" {
 			t.Errorf("SQLSTATE %s, want 42501 (insufficient_privilege)", pgErr.Code)
 		}

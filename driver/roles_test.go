@@ -25,29 +25,10 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	if err := b.pool.QueryRow(ctx, "SELECT count(*) = 2 FROM pg_roles WHERE rolname IN ('jobs_worker', 'jobs_producer')").Scan(&exists); err != nil || !exists {
 		t.Skipf("the jobs_worker and jobs_producer roles are not installed (%v)", err)
 	}
-	rb := make([]byte, 6)
-	_, _ = rand.Read(rb)
-	name := "driver_app_" + hex.EncodeToString(rb)
-	password := hex.EncodeToString(rb) + "pw"
-	if _, err := b.pool.Exec(ctx, "CREATE ROLE "+name+" LOGIN PASSWORD '"+password+"' IN ROLE jobs_worker, jobs_producer"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := b.pool.Exec(context.Background(), "DROP ROLE "+name); err != nil {
-			t.Errorf("failed to drop role %s: %v", name, err)
-		}
-	})
-	cfg, err := pgxpool.ParseConfig(b.url)
+	pool, err := loginPool(t, b, "driver_app_", " IN ROLE jobs_worker, jobs_producer", 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.User, cfg.ConnConfig.Password = name, password
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 
 	hs := driver.NewHandlers()
 	driver.AddHandler(hs, "ok", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
@@ -103,4 +84,37 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 			t.Errorf("job %d (%s) lost: an outcome was refused", e.Job.ID, e.Job.Kind)
 		}
 	}
+}
+
+// loginPool creates a login role for this test (named prefix plus random hex; clause, such as
+// " IN ROLE jobs_worker", is appended to its CREATE ROLE) and returns a pool of maxConns
+// connections logged in as it; the role is dropped when the test ends. The error is the
+// CREATE ROLE's, for the caller to fail or skip on.
+func loginPool(t *testing.T, b *testBundle, prefix, clause string, maxConns int32) (*pgxpool.Pool, error) {
+	t.Helper()
+	ctx := context.Background()
+	rb := make([]byte, 6)
+	_, _ = rand.Read(rb)
+	name := prefix + hex.EncodeToString(rb)
+	password := hex.EncodeToString(rb) + "pw"
+	if _, err := b.pool.Exec(ctx, "CREATE ROLE "+name+" LOGIN PASSWORD '"+password+"'"+clause); err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if _, err := b.pool.Exec(context.Background(), "DROP ROLE "+name); err != nil {
+			t.Errorf("failed to drop role %s: %v", name, err)
+		}
+	})
+	cfg, err := pgxpool.ParseConfig(b.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.User, cfg.ConnConfig.Password = name, password
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, nil
 }
