@@ -104,7 +104,9 @@ BEGIN
             ('jobs_schedule_run(text)',                                                                 '{jobs_admin}'),
             ('jobs_schedule_set_enabled(text, boolean)',                                                '{jobs_admin}'),
             ('jobs_list(jobs_state, text, text, integer, bigint)',                                      '{jobs_admin}'),
-            ('jobs_inspect(bigint)',                                                                    '{jobs_admin}')
+            ('jobs_inspect(bigint)',                                                                    '{jobs_admin}'),
+            ('jobs_set_shard(integer)',                                                                 '{jobs_admin}'),
+            ('jobs_shard()',                                                                            '{jobs_producer, jobs_worker, jobs_admin}')
         ) AS f(signature, roles)
     LOOP
         IF v_function.oid IS NULL THEN

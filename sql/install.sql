@@ -52,5 +52,7 @@
 {{ template "functions/jobs_schedule_set_enabled.sql" . }}
 {{ template "functions/jobs_list.sql" . }}
 {{ template "functions/jobs_inspect.sql" . }}
+{{ template "functions/jobs_set_shard.sql" . }}
+{{ template "functions/jobs_shard.sql" . }}
 
 {{ template "grants.sql" . }}

@@ -2694,6 +2694,55 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) IS 'skiplock: caps how many jobs of a queue are claimed in any window of length per (max_starts); NULL max_starts removes it.';
 
+CREATE FUNCTION skiplock.jobs_set_shard(shard integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_stray bigint;
+    v_seq   regclass;
+    v_last  bigint;
+    v_next  bigint;
+BEGIN
+    IF jobs_set_shard.shard IS NULL OR jobs_set_shard.shard < 0 OR jobs_set_shard.shard > 1023 THEN
+        PERFORM _jobs_invalid('jobs_set_shard', 'shard', 'must be between 0 and 1023');
+    END IF;
+
+    -- Taken before the check, so no job can be enqueued between the check and the ALTER.
+    LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE;
+
+    SELECT j.id INTO v_stray
+    FROM jobs j
+    WHERE j.state IN ('queued', 'running') AND j.id % 1024 <> jobs_set_shard.shard
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'jobs_set_shard: job % is queued or running and its id does not carry shard %', v_stray, jobs_set_shard.shard
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'A router could not reach it. Let unfinished jobs finish, or cancel or delete them, then call jobs_set_shard again.';
+    END IF;
+
+    v_seq := pg_get_serial_sequence(format('%I.jobs', current_schema()), 'id')::regclass;
+    EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM %s', v_seq) INTO v_last;
+    v_last := greatest(v_last, (SELECT max(j.id) FROM jobs j), 0);
+    v_next := (v_last / 1024 + 1) * 1024 + jobs_set_shard.shard;
+    EXECUTE format('ALTER TABLE jobs ALTER COLUMN id SET INCREMENT BY 1024 RESTART WITH %s', v_next);
+
+    UPDATE jobs_settings s SET shard = jobs_set_shard.shard;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_set_shard(shard integer) IS 'skiplock: makes this database shard N (0..1023): new job ids carry N in their low 10 bits.';
+
+CREATE FUNCTION skiplock.jobs_shard() RETURNS integer
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+    SELECT s.shard FROM jobs_settings s
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_shard() IS 'skiplock: this database''s shard number (jobs_set_shard), or NULL when it is not a shard.';
+
 CREATE FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -2844,16 +2893,20 @@ CREATE TABLE skiplock.jobs_settings (
     done_retention interval DEFAULT '1 day'::interval,
     cancelled_retention interval DEFAULT '7 days'::interval,
     dead_retention interval DEFAULT '30 days'::interval,
+    shard integer,
     CONSTRAINT jobs_settings_backoff_base_valid CHECK ((backoff_base > '00:00:00'::interval)),
     CONSTRAINT jobs_settings_backoff_cap_valid CHECK (((backoff_cap >= backoff_base) AND (backoff_cap <= '100 years'::interval))),
     CONSTRAINT jobs_settings_backoff_jitter_valid CHECK (((backoff_jitter >= (0)::double precision) AND (backoff_jitter <= (0.25)::double precision))),
     CONSTRAINT jobs_settings_cancelled_retention_valid CHECK (((cancelled_retention >= '00:00:00'::interval) AND (cancelled_retention <= '1000 years'::interval))),
     CONSTRAINT jobs_settings_dead_retention_valid CHECK (((dead_retention >= '00:00:00'::interval) AND (dead_retention <= '1000 years'::interval))),
     CONSTRAINT jobs_settings_done_retention_valid CHECK (((done_retention >= '00:00:00'::interval) AND (done_retention <= '1000 years'::interval))),
+    CONSTRAINT jobs_settings_shard_valid CHECK (((shard >= 0) AND (shard <= 1023))),
     CONSTRAINT jobs_settings_singleton CHECK (singleton)
 );
 
 COMMENT ON TABLE skiplock.jobs_settings IS 'skiplock settings (one row): retry backoff used by jobs_backoff and jobs_fail; retention per final state used by jobs_maintain (NULL keeps forever).';
+
+COMMENT ON COLUMN skiplock.jobs_settings.shard IS 'skiplock: this database''s shard number (jobs_set_shard); every job id created since has id % 1024 = shard. NULL: not a shard.';
 
 ALTER TABLE skiplock.jobs
     ADD CONSTRAINT jobs_concurrency_key_valid CHECK (((concurrency_key <> ''::text) AND (octet_length(concurrency_key) <= 200))) NOT VALID;
@@ -3016,6 +3069,14 @@ GRANT ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running inte
 
 REVOKE ALL ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_set_shard(shard integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_set_shard(shard integer) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_shard() FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_shard() TO jobs_producer;
+GRANT ALL ON FUNCTION skiplock.jobs_shard() TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_shard() TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestamp with time zone) TO jobs_worker;

@@ -192,6 +192,13 @@ func TestInvalidArguments(t *testing.T) {
 		{name: "ScheduleRun10001Chars", sql: "SELECT jobs_schedule_run($1)", args: []any{long}, fn: "jobs_schedule_run", param: "name"},
 		{name: "ScheduleSetEnabledUnknown", sql: "SELECT jobs_schedule_set_enabled('s', true)", fn: "jobs_schedule_set_enabled", param: "name"},
 
+		// jobs_set_shard: shard numbers are 0..1023 (the low 10 bits of every id); not
+		// with unfinished jobs whose id a router could not reach (55000).
+		{name: "SetShardNull", sql: "SELECT jobs_set_shard(NULL)", fn: "jobs_set_shard", param: "shard"},
+		{name: "SetShardNegative", sql: "SELECT jobs_set_shard(-1)", fn: "jobs_set_shard", param: "shard"},
+		{name: "SetShard1024", sql: "SELECT jobs_set_shard(1024)", fn: "jobs_set_shard", param: "shard"},
+		{name: "SetShardStrandsUnfinishedJobs", sql: "SELECT jobs_set_shard(1023)", code: "55000"},
+
 		// jobs_retry: documented 23505 when the job's unique_key is held by a live job.
 		{name: "RetryUniqueKeyHeldByLiveJob", sql: "SELECT jobs_retry(6)", code: "23505"},
 	} {
