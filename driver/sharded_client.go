@@ -103,7 +103,8 @@ func NewShardedClient(shards []Shard, cfg *Config) (*ShardedClient, error) {
 			}
 			return nil, err
 		}
-		shc := &shardClient{number: s.Number, pool: s.Pool, client: client, logger: shardCfg.Logger}
+		shc := &shardClient{number: s.Number, pool: s.Pool, client: client,
+			logger: sc.logger.With(slog.Int("skiplock_shard", s.Number))}
 		sc.byShard[s.Number] = shc
 		sc.shards = append(sc.shards, shc)
 	}
