@@ -109,6 +109,15 @@ func completeWithEffect(ctx context.Context, sc *driver.ShardedClient, job *driv
 	return tx.Commit(ctx)
 }
 
+// shardHook is a Hook and ClaimHook for a sharded client: it keeps every event and sums
+// the jobs the claims of all shards got.
+type shardHook struct {
+	eventRecorder
+	claimed atomic.Int64
+}
+
+func (h *shardHook) HandleClaim(e *driver.ClaimEvent) { h.claimed.Add(int64(e.Claimed)) }
+
 func TestShardOf(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -167,6 +176,7 @@ func TestShardedClientWorksEveryShard(t *testing.T) {
 		dbs = append(dbs, newShardDB(t, pgtest.NewDatabase(t), n))
 	}
 	logger := testLogger(t)
+	hook := &shardHook{}
 	var sc *driver.ShardedClient
 	var started sync.Map // job id → number of starts
 	count := func(id int64) {
@@ -242,6 +252,7 @@ func TestShardedClientWorksEveryShard(t *testing.T) {
 		RequeueInterval:   200 * time.Millisecond,
 		ShutdownTimeout:   5 * time.Second,
 		Logger:            logger,
+		Hook:              hook,
 	}
 	sc = startShardedClient(t, shardsOf(dbs), cfg)
 	if got := fmt.Sprint(sc.Shards()); got != "[3 17 512 1023]" {
@@ -264,6 +275,23 @@ func TestShardedClientWorksEveryShard(t *testing.T) {
 		if n == nil || int(n.(*atomic.Int32).Load()) != w.attempts {
 			t.Errorf("job %d (%s) started %v times", id, e.kind, n)
 		}
+	}
+	// The hooks saw every shard's jobs: each run's start and its outcome, and the claims
+	// that handed them out.
+	totalStarts := 0
+	for id, e := range jobs {
+		kinds := hook.kinds(id)
+		last := driver.EventCompleted
+		if e.kind == "cancel" {
+			last = driver.EventCancelled
+		}
+		if len(kinds) != 2*want[e.kind].attempts || kinds[len(kinds)-1] != last {
+			t.Errorf("job %d (%s) on shard %d: hook events %v", id, e.kind, e.db.number, kinds)
+		}
+		totalStarts += want[e.kind].attempts
+	}
+	if got := hook.claimed.Load(); got != int64(totalStarts) {
+		t.Errorf("the ClaimHook counted %d claimed jobs, want %d", got, totalStarts)
 	}
 	for _, db := range dbs {
 		if n := queryInt(t, db.pool, "SELECT count(*) FROM shard_effects WHERE effects <> 1 OR job_id % 1024 <> $1", db.number); n != 0 {
@@ -423,4 +451,55 @@ func tryCount(pool *pgxpool.Pool, sql string) int {
 		return -1
 	}
 	return n
+}
+
+// TestShardedClientStopWaitsForEveryShard stops the client while handlers run on two
+// shards: Stop returns only after every shard's running jobs have finished and their
+// completions are recorded, as Client.Stop does for one database.
+func TestShardedClientStopWaitsForEveryShard(t *testing.T) {
+	t.Parallel()
+	dbs := []*shardDB{newShardDB(t, pgtest.NewDatabase(t), 0), newShardDB(t, pgtest.NewDatabase(t), 1)}
+	var running atomic.Int32
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "slow", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		running.Add(1)
+		time.Sleep(500 * time.Millisecond)
+		return nil
+	}, nil)
+	for _, db := range dbs {
+		for range 3 {
+			mustEnqueue(t, db.pool, "slow", nil, &driver.EnqueueOpts{Queue: "q"})
+		}
+	}
+	sc, err := driver.NewShardedClient(shardsOf(dbs), &driver.Config{
+		Queues:          map[string]driver.QueueConfig{"q": {Slots: 3}},
+		Handlers:        hs,
+		ShutdownTimeout: 10 * time.Second,
+		Logger:          testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- sc.Run(context.Background()) }()
+	waitUntil(t, 10*time.Second, "six handlers running", func() bool { return running.Load() == 6 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := sc.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, db := range dbs {
+		if n := queryInt(t, db.pool, "SELECT count(*) FROM jobs WHERE state <> 'done'"); n != 0 {
+			t.Errorf("shard %d: %d jobs not done after Stop returned", db.number, n)
+		}
+	}
+	if err := sc.Stop(ctx); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	if err := sc.Run(context.Background()); !errors.Is(err, driver.ErrAlreadyRunning) {
+		t.Errorf("second Run: %v, want ErrAlreadyRunning", err)
+	}
 }
