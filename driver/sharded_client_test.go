@@ -246,8 +246,8 @@ func TestShardedClientWorksEveryShard(t *testing.T) {
 	cfg := &driver.Config{
 		Queues:            map[string]driver.QueueConfig{"q": {Slots: 4}},
 		Handlers:          hs,
-		Lease:             time.Second,
-		HeartbeatInterval: 200 * time.Millisecond,
+		Lease:             2 * time.Second, // the slow job runs 3s: only heartbeats keep it
+		HeartbeatInterval: 500 * time.Millisecond,
 		PollInterval:      200 * time.Millisecond,
 		RequeueInterval:   200 * time.Millisecond,
 		ShutdownTimeout:   5 * time.Second,
