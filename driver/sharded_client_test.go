@@ -313,23 +313,30 @@ func TestShardedClientWorksEveryShard(t *testing.T) {
 	}
 }
 
-// TestShardedClientWrongShard: a database that is another shard, or none, makes Run give up
-// with an error naming the shard, before any of its jobs is claimed.
+// TestShardedClientWrongShard: a database that is another shard, or none, or has no
+// skiplock, makes Run give up with an error naming the shard, before any of its jobs is
+// claimed.
 func TestShardedClientWrongShard(t *testing.T) {
 	t.Parallel()
 	right := newShardDB(t, pgtest.NewDatabase(t), 1)
 	other := newShardDB(t, pgtest.NewDatabase(t), 2)
 	unset := newPool(t, pgtest.NewDatabase(t), 4)
+	empty := newPool(t, pgtest.NewEmptyDatabase(t), 4)
 	for _, c := range []struct {
-		name string
-		pool *pgxpool.Pool
-		want string
+		name  string
+		pool  *pgxpool.Pool
+		want  string
+		wrong bool // ErrWrongShard, rather than a database error
 	}{
-		{"Other", other.pool, "jobs_shard() is 2, want 5"},
-		{"Unset", unset, "jobs_shard() is NULL"},
+		{"Other", other.pool, "jobs_shard() is 2, want 5", true},
+		{"Unset", unset, "jobs_shard() is NULL", true},
+		{"NotInstalled", empty, "SQLSTATE 42883", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			id := mustEnqueue(t, c.pool, "noop", nil, &driver.EnqueueOpts{Queue: "q"})
+			var id int64
+			if c.wrong {
+				id = mustEnqueue(t, c.pool, "noop", nil, &driver.EnqueueOpts{Queue: "q"})
+			}
 			hs := driver.NewHandlers()
 			driver.AddHandler(hs, "noop", func(context.Context, *driver.Job[struct{}]) error { return nil }, nil)
 			sc, err := driver.NewShardedClient([]driver.Shard{{Number: 1, Pool: right.pool}, {Number: 5, Pool: c.pool}},
@@ -341,11 +348,14 @@ func TestShardedClientWrongShard(t *testing.T) {
 			defer cancel()
 			err = sc.Run(ctx)
 			var se *driver.ShardError
-			if !errors.Is(err, driver.ErrGaveUp) || !errors.Is(err, driver.ErrWrongShard) || !errors.As(err, &se) || se.Shard != 5 {
-				t.Fatalf("Run: %v, want ErrGaveUp and ErrWrongShard from shard 5", err)
+			if !errors.Is(err, driver.ErrGaveUp) || errors.Is(err, driver.ErrWrongShard) != c.wrong || !errors.As(err, &se) || se.Shard != 5 {
+				t.Fatalf("Run: %v, want ErrGaveUp from shard 5 (ErrWrongShard: %v)", err, c.wrong)
 			}
 			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "shard 5") {
 				t.Errorf("Run: %q does not say %q and name shard 5", err, c.want)
+			}
+			if !c.wrong {
+				return
 			}
 			if s := getJob(t, c.pool, id).State; s != "queued" {
 				t.Errorf("the wrong shard's job is %s, want queued", s)
