@@ -167,6 +167,29 @@
 // *pgconn.PgError. A supervisor can treat that error as a deployment problem rather than
 // restart the client in a loop.
 //
+// # Shards
+//
+// Past one server's job rate, skiplock spreads queues over several ordinary skiplock
+// databases, each made shard N once with jobs_set_shard(N); every job id a shard hands out
+// then names it ([ShardOf]: id % 1024). A [ShardedClient] ([NewShardedClient]) works the same
+// queues on every shard given to it as a [Shard] (number and pool): it is one [Client] per
+// shard under one Run and Stop, so each shard has its own fetch loops with the queue's
+// Config slots, its own LISTEN connection, heartbeats, completer and maintainer, and a busy
+// shard never starves another of slots. Every call about a job goes to the shard it was
+// claimed from, which is the one its id names. Enqueue directly on the shard that holds the
+// queue, in the caller's transaction on that database for an atomic enqueue (the outbox
+// pattern): [Enqueue] takes that shard's pool or pgx.Tx as for one database.
+//
+// Before working a shard the client checks that its jobs_shard() is the number it was given.
+// A shard that is down, at start or later, is logged (attribute skiplock_shard) and retried
+// while the others keep working; its jobs run once it is back. Run gives up ([ErrGaveUp],
+// wrapping a [*ShardError] that names the shard) only when a shard is misconfigured:
+// another shard's database or none ([ErrWrongShard]), skiplock missing or the role lacking
+// rights there. A handler that completes its job in its own transaction ([CompleteTx]) takes
+// the transaction from [ShardedClient.Pool](job.ID); an id whose shard the client lacks gives
+// an [*UnknownShardError]. Hooks receive the events of every shard (ShardOf(e.Job.ID) says
+// which). See docs/scaling.md.
+//
 // # Observability
 //
 // The client logs through [log/slog] ([Config.Logger]): whether it listens or polls,
@@ -181,7 +204,7 @@
 // # Goroutines
 //
 // A running client has one fetch loop per queue, one LISTEN goroutine, one maintainer, one
-// scheduler, one heartbeater and one completer. Jobs run on worker goroutines, about one per
+// scheduler, one heartbeater and one completer (a ShardedClient: that many per shard). Jobs run on worker goroutines, about one per
 // slot (a claim made just as a worker frees its slot may start one more): the fetch loop hands a claimed
 // job to an idle worker, or starts a worker when none is idle, and a worker that has had no
 // job for five seconds exits. A busy queue thus reuses its workers

@@ -42,9 +42,12 @@
 //	chaos          opt-in (only when -scenarios names it; throwaway server only): the chaos
 //	               suite of internal/chaos with N jobs, -chaos-workers processes and
 //	               -chaos-kills kills, fast and immediate restarts; see chaos.go
+//	shards         opt-in: work_drain of N jobs spread over 1, 2 and 4 shards, each a throwaway
+//	               cluster of its own, through one driver.ShardedClient with -workers slots per
+//	               shard; reports the CPU per job of the clusters and of the bench; see shards.go
 //
 // The ratios at the end (work_drain to naive, bloat and the limit_* drains to work_drain,
-// held_xmin to steady, scale) are the numbers to compare across machines: both sides ran in the same run on
+// held_xmin to steady, scale, shards) are the numbers to compare across machines: both sides ran in the same run on
 // the same server, so load from elsewhere affects them alike.
 //
 // # Peers

@@ -179,6 +179,26 @@ var scenarios = []scenario{
 			"-chaos-kills kills, fast and immediate restarts; see chaos.go",
 		run: func(ctx context.Context, r *runner, _ int) (*result, error) { return r.chaos(ctx) },
 	},
+	{
+		name:  "shards",
+		optIn: true,
+		doc: "opt-in: work_drain of N jobs spread over 1, 2 and 4 shards, each a throwaway\n" +
+			"cluster of its own, through one driver.ShardedClient with -workers slots per\n" +
+			"shard; reports the CPU per job of the clusters and of the bench; see shards.go",
+		steps: func(*config) []string {
+			var steps []string
+			for _, k := range shardCounts {
+				steps = append(steps, fmt.Sprintf("shards_%d", k))
+			}
+			return steps
+		},
+		run: func(ctx context.Context, r *runner, step int) (*result, error) {
+			return r.shards(ctx, shardCounts[step])
+		},
+		ratio: &ratio{baseline: "shards_1", key: "ratio_to_1_shard", note: "%.2fx shards_1",
+			means: "drain through more shards, all on this machine's CPUs",
+			label: func(step string) string { return "shards " + strings.TrimPrefix(step, "shards_") + " / 1" }},
+	},
 }
 
 // allScenarios lists the scenarios a run without -scenarios runs, in run order: every

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if chaos.IsWorker() {
 		os.Exit(chaos.WorkerMain())
 	}
+	if os.Getenv(shardWorkerEnv) != "" {
+		os.Exit(shardWorkerMain())
+	}
 	pgtest.Main(m)
 }
 
