@@ -224,7 +224,7 @@ func writeSummaries(w io.Writer, sums []stepSummary, order []string) error {
 	for _, s := range sums {
 		for _, ss := range s.Systems {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\n", s.Step, ss.System, ss.JobsPerSec.N,
-				fmtSpread(&ss.JobsPerSec, "%.0f"), fmtSpread(ss.P50ms, "%.2f"), fmtSpread(ss.P99ms, "%.2f"))
+				fmtSpread(&ss.JobsPerSec, fmtJobsPerSec), fmtSpread(ss.P50ms, fmtMsFloat), fmtSpread(ss.P99ms, fmtMsFloat))
 		}
 	}
 	return tw.Flush()
@@ -253,12 +253,22 @@ func summaryRatioLines(sums []stepSummary) []ratioLine {
 }
 
 // fmtSpread formats "median (min-max)", the median alone for one round, "" for nil.
-func fmtSpread(s *spread, verb string) string {
+func fmtSpread(s *spread, f func(float64) string) string {
 	if s == nil {
 		return ""
 	}
 	if s.N == 1 || s.Min == s.Max {
-		return fmt.Sprintf(verb, s.Median)
+		return f(s.Median)
 	}
-	return fmt.Sprintf(verb+" ("+verb+"-"+verb+")", s.Median, s.Min, s.Max)
+	return f(s.Median) + " (" + f(s.Min) + "-" + f(s.Max) + ")"
+}
+
+func fmtJobsPerSec(v float64) string { return fmt.Sprintf("%.0f", v) }
+
+// fmtMsFloat formats milliseconds as fmtMs does.
+func fmtMsFloat(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmtMs(time.Duration(v * float64(time.Millisecond)))
 }

@@ -85,57 +85,67 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 			}
 		}
 		r.arrivalRate = cfg.arrivalRate(summaries, byName)
-		for round := 1; round <= rounds; round++ {
-			for i, step := range steps {
-				if err := e.resetSchema(ctx); err != nil {
-					return fmt.Errorf("%s: %w", step, err)
-				}
-				logf("scenario %s: start%s", step, roundNote(round, rounds))
-				stepBegan := time.Now()
-				res, err := s.run(ctx, r, i)
-				if err != nil {
-					return fmt.Errorf("%s: %w", step, err)
-				}
-				if rounds > 1 {
-					res.Add("round", round)
-					res.note("round %d/%d", round, rounds)
-					per[i].set("skiplock", round, res)
-				}
-				if l, ok := loadAverage(); ok {
-					// Other work on the machine shows here: above the CPU count, expect noise.
-					res.Add("load_avg_1m", l)
-					res.note("load %.1f", l)
-				}
-				logf("scenario %s: %.0f jobs/s (%d jobs in %.2fs; scenario took %s)", step, res.JobsPerSec(),
-					res.Jobs, res.Seconds, time.Since(stepBegan).Round(time.Millisecond))
-				e.pgssReport(ctx, step)
-				if err := emit(s, res); err != nil {
-					return err
-				}
-			}
-			for _, p := range mine {
-				lines, err := r.runPeer(ctx, p, name)
-				if err != nil {
-					logf("peer %s: %v", p.name, err) // a peer that cannot run here is reported, not fatal
-				}
-				for _, pl := range lines {
+		var peerNames []string
+		for _, p := range mine {
+			peerNames = append(peerNames, p.name)
+		}
+		err := alternate(rounds, peerNames, func(round int, system string) error {
+			if system == "skiplock" {
+				for i, step := range steps {
+					if err := e.resetSchema(ctx); err != nil {
+						return fmt.Errorf("%s: %w", step, err)
+					}
+					logf("scenario %s: start%s", step, roundNote(round, rounds))
+					stepBegan := time.Now()
+					res, err := s.run(ctx, r, i)
+					if err != nil {
+						return fmt.Errorf("%s: %w", step, err)
+					}
 					if rounds > 1 {
-						pl.Raw = withRound(pl.Raw, round)
-						pl.Result.note("round %d/%d", round, rounds)
-						for _, rr := range per {
-							if rr.step == pl.Result.Scenario {
-								rr.set(pl.System, round, pl.Result)
-							}
-						}
+						res.Add("round", round)
+						res.note("round %d/%d", round, rounds)
+						per[i].set("skiplock", round, res)
 					}
-					if cfg.json {
-						if _, err := out.Write(append(pl.Raw, '\n')); err != nil {
-							return err
-						}
+					if l, ok := loadAverage(); ok {
+						// Other work on the machine shows here: above the CPU count, expect noise.
+						res.Add("load_avg_1m", l)
+						res.note("load %.1f", l)
 					}
-					peerLines = append(peerLines, pl)
+					logf("scenario %s: %.0f jobs/s (%d jobs in %.2fs; scenario took %s)", step, res.JobsPerSec(),
+						res.Jobs, res.Seconds, time.Since(stepBegan).Round(time.Millisecond))
+					e.pgssReport(ctx, step)
+					if err := emit(s, res); err != nil {
+						return err
+					}
 				}
+				return nil
 			}
+			p := mine[slices.IndexFunc(mine, func(p preparedPeer) bool { return p.name == system })]
+			lines, err := r.runPeer(ctx, p, name)
+			if err != nil {
+				logf("peer %s: %v", p.name, err) // a peer that cannot run here is reported, not fatal
+			}
+			for _, pl := range lines {
+				if rounds > 1 {
+					pl.Raw = withRound(pl.Raw, round)
+					pl.Result.note("round %d/%d", round, rounds)
+					for _, rr := range per {
+						if rr.step == pl.Result.Scenario {
+							rr.set(pl.System, round, pl.Result)
+						}
+					}
+				}
+				if cfg.json {
+					if _, err := out.Write(append(pl.Raw, '\n')); err != nil {
+						return err
+					}
+				}
+				peerLines = append(peerLines, pl)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if rounds == 1 && len(mine) > 0 {
 			// One pass: the summary is of one round, so the ratios section has the peers' ratios.
@@ -209,6 +219,20 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 		}
 	}
 	return writeSummaries(out, multi, systems)
+}
+
+// alternate runs the rounds of one scenario, round by round, each round skiplock first and
+// then each of peers in order: A B C A B C …, so that the systems' figures of one round are
+// taken within minutes of each other. It stops at the first error of run.
+func alternate(rounds int, peers []string, run func(round int, system string) error) error {
+	for round := 1; round <= rounds; round++ {
+		for _, system := range append([]string{"skiplock"}, peers...) {
+			if err := run(round, system); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // roundNote is " (round i/n)" when a scenario runs in rounds, else "".
