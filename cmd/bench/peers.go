@@ -50,6 +50,9 @@ var peers = []peer{
 		prepare: prepareGraphileWorker,
 		// A local queue of 500 jobs per pool, completions batched as soon as possible, and a
 		// pool of 20 connections (graphile-worker warns that it is below its concurrency).
+		// At 1,000 slots (work_drain_1000) the same: with the local queue a slot needs no
+		// connection of its own, and a local queue of 1,000 (graphile-worker's advice for a
+		// concurrency of 1,000) measured the same as 500 (docs/performance.md).
 		tuning: []string{"--pool-max", "20", "--local-queue-size", "500", "--local-queue-size-1000", "500",
 			"--complete-job-batch-delay-ms", "0"},
 		database: "gw_bench",

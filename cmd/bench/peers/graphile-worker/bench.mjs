@@ -8,7 +8,7 @@
 // dependencies pinned in package-lock.json (npm ci) and runs it with the same job count,
 // slots, producers, latency schedule and steady length as skiplock's run, and with
 // graphile-worker's best settings: --pool-max 20 --local-queue-size 500
-// --complete-job-batch-delay-ms 0. By hand:
+// --local-queue-size-1000 500 --complete-job-batch-delay-ms 0. By hand:
 //
 //   node bench.mjs --database-url postgres://localhost/gw_bench --jobs 2000
 //
