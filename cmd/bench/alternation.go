@@ -73,6 +73,30 @@ func (rr *roundResults) set(system string, round int, res *result) {
 	}
 }
 
+// medianRound returns the result of the round with the median jobs/s (of an even count,
+// the lower middle), skipping failed rounds; nil when none succeeded.
+func medianRound(rounds []*result) *result {
+	var ok []*result
+	for _, r := range rounds {
+		if r != nil {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(ok, func(a, b *result) int {
+		switch x, y := a.JobsPerSec(), b.JobsPerSec(); {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	return ok[(len(ok)-1)/2]
+}
+
 // systemSummary is one system's figures over the rounds.
 type systemSummary struct {
 	System     string  `json:"system"`

@@ -229,3 +229,19 @@ func TestArrivalRate(t *testing.T) {
 		t.Errorf("-rate: %v", got)
 	}
 }
+
+// TestMedianRound: the baseline of later ratios is the median round, not the last.
+func TestMedianRound(t *testing.T) {
+	t.Parallel()
+	r := func(jps int64) *result { return &result{Result: benchresult.Result{Jobs: jps, Seconds: 1}} }
+	a, b, c, d := r(300), r(100), r(200), r(400)
+	if got := medianRound([]*result{a, b, c}); got != c {
+		t.Errorf("median of 300, 100, 200 is %v", got.JobsPerSec())
+	}
+	if got := medianRound([]*result{a, nil, d, b, c}); got != c {
+		t.Errorf("median of 300, 400, 100, 200 (one round failed) is %v, want the lower middle 200", got.JobsPerSec())
+	}
+	if medianRound([]*result{nil}) != nil {
+		t.Error("median of no round")
+	}
+}

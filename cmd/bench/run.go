@@ -102,6 +102,7 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 						return fmt.Errorf("%s: %w", step, err)
 					}
 					if rounds > 1 {
+						res.Round = round
 						res.Add("round", round)
 						res.note("round %d/%d", round, rounds)
 						per[i].set("skiplock", round, res)
@@ -165,6 +166,11 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 		for _, rr := range per {
 			sum := rr.summarize(s.peerLatency)
 			summaries = append(summaries, sum)
+			if m := medianRound(rr.results["skiplock"]); rounds > 1 && m != nil {
+				// The later scenarios' ratios to this step (bloat / work_drain…) take its
+				// median round as their baseline, not whichever round came last.
+				byName[rr.step] = m
+			}
 			if cfg.json && rounds > 1 {
 				line, err := summaryLine(sum)
 				if err != nil {
