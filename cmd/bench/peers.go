@@ -181,7 +181,7 @@ func prepareGraphileWorker(ctx context.Context, dir string) ([]string, error) {
 		return nil, fmt.Errorf("the graphile-worker harness needs Node.js 20 or later (node and npm on PATH): %w", err)
 	}
 	// graphile-worker 0.18 declares engines node >= 22.18, but runs on Node 20 too (all
-	// five scenarios, Node 20.20); the harness needs Node 20 for util.parseArgs and ES2022.
+	// seven scenarios, Node 20.20); the harness needs Node 20 for util.parseArgs and ES2022.
 	out, err := exec.CommandContext(ctx, node, "-p", "process.versions.node").Output()
 	if err != nil {
 		return nil, fmt.Errorf("failed to run %s: %w", node, err)
