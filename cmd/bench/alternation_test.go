@@ -245,3 +245,30 @@ func TestMedianRound(t *testing.T) {
 		t.Error("median of no round")
 	}
 }
+
+// TestRatiosToARoundedStepUseItsMedianRound: bloat / work_drain against work_drain's median
+// round, the same on the JSON line, in the notes and in the ratios section.
+func TestRatiosToARoundedStepUseItsMedianRound(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseFlags([]string{"-scenarios", "work_drain,bloat"}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := func(step string, jps int64) *result {
+		return &result{Result: benchresult.Result{Scenario: step, Jobs: jps, Seconds: 1}}
+	}
+	rounds := []*result{r("work_drain", 3000), r("work_drain", 2000), r("work_drain", 1000)} // median 2000, last 1000
+	results := slices.Clone(rounds)
+	byName := map[string]*result{"work_drain": medianRound(rounds)} // as run does after the rounds
+	bloat := r("bloat", 4000)
+	results = append(results, bloat)
+	byName["bloat"] = bloat
+	addRatioFields(scenarioNamed("bloat"), bloat, byName)
+	if !slices.Contains(bloat.Notes, "2.00x work_drain") {
+		t.Errorf("notes %q, want 2.00x work_drain", bloat.Notes)
+	}
+	lines := ratioLines(cfg, results, byName)
+	if len(lines) != 1 || lines[0].Name != "bloat / work_drain" || lines[0].Value != 2 {
+		t.Errorf("ratio lines %+v, want bloat / work_drain 2.00x", lines)
+	}
+}

@@ -201,7 +201,7 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 
 	fmt.Fprintln(out, e.settingsLine())
 	fmt.Fprintln(out)
-	ratios := append(ratioLines(cfg, results), summaryRatioLines(summaries)...)
+	ratios := append(ratioLines(cfg, results, byName), summaryRatioLines(summaries)...)
 	if err := writeTable(out, results, ratios); err != nil {
 		return err
 	}

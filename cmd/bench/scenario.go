@@ -305,16 +305,16 @@ func addRatioFields(s *scenario, res *result, byName map[string]*result) {
 }
 
 // ratioLines lists the ratios of this run for the table, in the run order of their
-// numerators. results are the steps in the order they ran.
-func ratioLines(cfg *config, results []*result) []ratioLine {
+// numerators. results are the steps in the order they ran; byName is the result of each
+// step that ratios use, the one the JSON lines' ratio fields used (of a step that ran in
+// rounds, its median round).
+func ratioLines(cfg *config, results []*result, byName map[string]*result) []ratioLine {
 	type ordered struct {
 		pos  int // run position of the numerator
 		line ratioLine
 	}
-	byName := map[string]*result{}
 	pos := map[string]int{}
 	for i, res := range results {
-		byName[res.Scenario] = res
 		pos[res.Scenario] = i
 	}
 	var lines []ordered

@@ -173,7 +173,7 @@ func TestRatios(t *testing.T) {
 	}
 
 	var names []string
-	for _, l := range ratioLines(cfg, results) {
+	for _, l := range ratioLines(cfg, results, byName) {
 		names = append(names, l.Name)
 	}
 	want := []string{"work_drain / naive", "bloat / work_drain", "limit_slots / work_drain", "limit_half / work_drain",
