@@ -163,9 +163,11 @@ func TestParsePeerOutput(t *testing.T) {
 		"work_drain": {Result: benchresult.Result{Scenario: "work_drain", Jobs: 50000, Seconds: 5}},
 		"latency":    {Result: benchresult.Result{Scenario: "latency", Latency: &benchresult.Stats{P50: 1750 * time.Microsecond}}},
 	}
-	ratios := peerRatios(ours, lines)
-	if len(ratios) != 2 || ratios[0].Value != 2 || ratios[1].Value != 2 {
-		t.Errorf("ratios = %+v", ratios)
+	if v, ok := roundRatio("", ours["work_drain"], lines[0].Result); !ok || v != 2 {
+		t.Errorf("work_drain ratio = %v, %v", v, ok)
+	}
+	if v, ok := roundRatio("p50", ours["latency"], lines[1].Result); !ok || v != 2 {
+		t.Errorf("latency ratio = %v, %v", v, ok)
 	}
 
 	if _, err := parsePeerOutput([]byte(`{"scenario":"x"}`)); err == nil {

@@ -22,29 +22,34 @@
 // Scenarios, run in this order whatever order -scenarios names them in (the table in
 // scenario.go; a test keeps this list equal to it):
 //
-//	insert_bulk    N jobs through driver.EnqueueMany (jobs_enqueue_many) in batches of -batch
-//	insert_single  N/10 jobs, one driver.Enqueue transaction each, from -producers goroutines
-//	work_drain     N no-op jobs queued, then the workers start; time to the last completion
-//	latency        idle workers; -latency-jobs jobs enqueued one at a time -latency-interval
-//	               apart; enqueue commit -> handler start
-//	steady         -producers enqueue at full rate while the workers drain, -steady-duration
-//	bloat          work_drain with -bloat-rows finished jobs in the table (ratio to work_drain)
-//	limit_slots    work_drain on a queue with max_running = -workers (ratio to work_drain)
-//	limit_half     work_drain on a queue with max_running = -workers/2 (ratio to work_drain)
-//	limit_per_key  work_drain of jobs over 100 concurrency keys, per_key 1 (ratio to work_drain)
-//	held_xmin      steady while another session holds a REPEATABLE READ snapshot (ratio to steady)
-//	scale          work_drain with 1, 2 and 4 worker processes (this binary re-executed)
-//	naive          the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
-//	               transaction per job from -naive-workers goroutines, on the same server
-//	retention      opt-in: the workers drain at full rate for -retention-duration, done jobs
-//	               kept, then deleted 10 s after finishing by the clients' jobs_maintain
-//	               (ratio to retention_keep); reports the done rows over time
-//	chaos          opt-in (only when -scenarios names it; throwaway server only): the chaos
-//	               suite of internal/chaos with N jobs, -chaos-workers processes and
-//	               -chaos-kills kills, fast and immediate restarts; see chaos.go
-//	shards         opt-in: work_drain of N jobs spread over 1, 2 and 4 shards, each a throwaway
-//	               cluster of its own, through one driver.ShardedClient with -workers slots per
-//	               shard; reports the CPU per job of the clusters and of the bench; see shards.go
+//	insert_bulk      N jobs through driver.EnqueueMany (jobs_enqueue_many) in batches of -batch
+//	insert_single    N/10 jobs, one driver.Enqueue transaction each, from -producers goroutines
+//	work_drain       N no-op jobs queued, then the workers start; time to the last completion
+//	work_drain_1000  work_drain with 1,000 slots (pool unchanged), and the peers at 1,000 slots
+//	                 with their settings for that count
+//	latency          idle workers; -latency-jobs jobs enqueued one at a time -latency-interval
+//	                 apart; enqueue commit -> handler start
+//	steady           -producers enqueue at full rate while the workers drain, -steady-duration
+//	steady_rate      -producers enqueue one job per transaction at -rate jobs/s (default: half
+//	                 of skiplock's work_drain or insert_single, the lower) for -steady-duration;
+//	                 enqueue commit -> handler start, achieved rate, backlog at the end
+//	bloat            work_drain with -bloat-rows finished jobs in the table (ratio to work_drain)
+//	limit_slots      work_drain on a queue with max_running = -workers (ratio to work_drain)
+//	limit_half       work_drain on a queue with max_running = -workers/2 (ratio to work_drain)
+//	limit_per_key    work_drain of jobs over 100 concurrency keys, per_key 1 (ratio to work_drain)
+//	held_xmin        steady while another session holds a REPEATABLE READ snapshot (ratio to steady)
+//	scale            work_drain with 1, 2 and 4 worker processes (this binary re-executed)
+//	naive            the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
+//	                 transaction per job from -naive-workers goroutines, on the same server
+//	retention        opt-in: the workers drain at full rate for -retention-duration, done jobs
+//	                 kept, then deleted 10 s after finishing by the clients' jobs_maintain
+//	                 (ratio to retention_keep); reports the done rows over time
+//	chaos            opt-in (only when -scenarios names it; throwaway server only): the chaos
+//	                 suite of internal/chaos with N jobs, -chaos-workers processes and
+//	                 -chaos-kills kills, fast and immediate restarts; see chaos.go
+//	shards           opt-in: work_drain of N jobs spread over 1, 2 and 4 shards, each a throwaway
+//	                 cluster of its own, through one driver.ShardedClient with -workers slots per
+//	                 shard; reports the CPU per job of the clusters and of the bench; see shards.go
 //
 // The ratios at the end (work_drain to naive, bloat and the limit_* drains to work_drain,
 // held_xmin to steady, scale, shards) are the numbers to compare across machines: both sides ran in the same run on
@@ -53,9 +58,17 @@
 // # Peers
 //
 // -peers river,graphile-worker runs skiplock's own harnesses of River and graphile-worker
-// after skiplock's scenarios, one at a time, each in a fresh database of the same throwaway
-// server, with the same -jobs, -workers, -producers, latency schedule and steady length, on
-// the scenarios the table gives them. cmd/bench/peers/river is a Go module of its own (so
+// on the same throwaway server, with the same -jobs, -workers, -producers, latency
+// schedule, steady length and steady_rate arrival rate, on the scenarios the table gives
+// them. The systems alternate: each such scenario runs -rounds times (default 3), each
+// round skiplock, then every peer, each peer in a fresh database; the table then gives
+// per system the median and range (min-max) of jobs/s, p50 and p99 over the rounds, and
+// per peer the median and range of the per-round ratios (skiplock's jobs/s over the
+// peer's, or for latency and steady_rate the peer's p50 or p99 over skiplock's), and -json
+// adds "round" to each line and a {"system":"summary",…} line after each scenario's
+// rounds. So that a full -peers run stays near ten minutes on 2 cores, -peers makes the
+// defaults of -jobs 20000, -steady-duration 5s and -latency-jobs 200 (flags given win).
+// Without -peers each scenario runs once unless -rounds is given. cmd/bench/peers/river is a Go module of its own (so
 // skiplock's go.mod never requires River), built with the go command into the user's cache
 // directory; it shares the JSON line code (internal/benchresult) with the bench through a
 // replace directive to the checkout it sits in, so a -peers-dir for it must be

@@ -27,7 +27,8 @@ type drainLimits struct {
 // last completion committed. With preloadDone > 0 (the bloat scenario) that many finished
 // jobs are put in the table first, straight through SQL, and vacuumed. With limits, the
 // jobs get concurrency keys and the queue its concurrency limits before the workers start.
-func (r *runner) workDrain(ctx context.Context, name string, preloadDone int, limits *drainLimits) (*result, error) {
+// slots is the client's worker slots (-workers but in work_drain_1000).
+func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone int, limits *drainLimits) (*result, error) {
 	pool, err := r.e.newPool(ctx, r.cfg.pool)
 	if err != nil {
 		return nil, err
@@ -82,7 +83,7 @@ func (r *runner) workDrain(ctx context.Context, name string, preloadDone int, li
 	var completed atomic.Int64
 	prog.Begin()
 	start := time.Now()
-	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, workerHooks{
+	ws, err := startWorkers(ctx, pool, r.workerName(), slots, workerHooks{
 		started:   func(benchJob) { prog.Add(1) },
 		completed: func() { completed.Add(1) },
 	})
@@ -126,7 +127,8 @@ func (r *runner) workDrain(ctx context.Context, name string, preloadDone int, li
 			res.note("per_key %d over %d keys", limits.perKey, limits.keys)
 		}
 	}
-	res.note("%d slots", r.cfg.workers)
+	res.Add("workers", slots) // over the run's -workers among the common fields
+	res.note("%d slots", slots)
 	return res, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -49,6 +50,9 @@ type config struct {
 	cpuProfile        string
 	peers             []string
 	peersDir          string
+	rounds            int
+	roundsGiven       bool    // -rounds was on the command line
+	rate              float64 // -rate; 0: from this run's figures (arrivalRate)
 	keepSchema        bool
 	patchSQL          string // path of -patch-sql
 	patch             string // its contents
@@ -102,14 +106,14 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 		"PostgreSQL URL to benchmark against (default $DATABASE_URL; empty: start a throwaway local server)")
 	fs.StringVar(&cfg.schema, "schema", "skiplock_bench", "schema the benchmark owns; dropped and re-created before each scenario")
 	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
-	fs.IntVar(&cfg.jobs, "jobs", 50000, "N: jobs for insert_bulk, work_drain, bloat, scale, naive and chaos (insert_single uses N/10)")
+	fs.IntVar(&cfg.jobs, "jobs", 50000, "N: jobs for insert_bulk, work_drain, bloat, scale, naive and chaos (insert_single uses N/10); with -peers 20000 unless given")
 	fs.IntVar(&cfg.workers, "workers", 100, "worker slots (jobs run at once) per worker process")
 	fs.IntVar(&cfg.pool, "pool", 20, "maximum connections of each process's pool")
 	fs.IntVar(&cfg.batch, "batch", 5000, "jobs per driver.EnqueueMany call when bulk-loading")
 	fs.IntVar(&cfg.producers, "producers", 8, "enqueueing goroutines in insert_single, steady and held_xmin")
-	fs.IntVar(&cfg.latencyJobs, "latency-jobs", 500, "jobs enqueued in the latency scenario")
+	fs.IntVar(&cfg.latencyJobs, "latency-jobs", 500, "jobs enqueued in the latency scenario; with -peers 200 unless given")
 	fs.DurationVar(&cfg.latencyInterval, "latency-interval", 10*time.Millisecond, "time between two enqueues of the latency scenario")
-	fs.DurationVar(&cfg.steadyDuration, "steady-duration", 15*time.Second, "length of steady and held_xmin")
+	fs.DurationVar(&cfg.steadyDuration, "steady-duration", 15*time.Second, "length of steady, steady_rate and held_xmin; with -peers 5s unless given")
 	fs.DurationVar(&cfg.retentionDuration, "retention-duration", time.Minute, "length of each step of retention (opt-in)")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "idle time between starting the workers and enqueueing in latency, steady and held_xmin")
 	fs.IntVar(&cfg.bloatRows, "bloat-rows", 1000000, "finished jobs in the table during bloat")
@@ -124,6 +128,8 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	fs.BoolVar(&cfg.explain, "explain", false, "halfway through work_drain, bloat, steady and held_xmin, print the plans (EXPLAIN ANALYZE, BUFFERS via auto_explain) of a jobs_claim + jobs_complete_many, rolled back (needs superuser)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	fs.StringVar(&peers, "peers", "", "after skiplock, run these peer harnesses on the same throwaway server: "+strings.Join(knownPeers, ", "))
+	fs.IntVar(&cfg.rounds, "rounds", 3, "with -peers, rounds of each scenario the peers run too, each round skiplock then every peer (alternating A B A B); without -peers a single pass, unless -rounds is given: then every scenario runs this many times")
+	fs.Float64Var(&cfg.rate, "rate", 0, fmt.Sprintf("arrival rate of steady_rate in jobs/s, for skiplock and the peers alike; 0: half the lower of skiplock's work_drain and insert_single medians in this run, or %d when neither ran", defaultArrivalRate))
 	fs.StringVar(&cfg.peersDir, "peers-dir", "", "directory holding the peer harnesses (river/, graphile-worker/); empty: cmd/bench/peers of the checkout this runs in")
 	fs.BoolVar(&cfg.keepSchema, "keep-schema", false, "leave the schema of the last scenario in place for inspection")
 	fs.StringVar(&cfg.patchSQL, "patch-sql", "",
@@ -135,6 +141,9 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	cfg.roundsGiven = given["rounds"]
 
 	var err error
 	if cfg.scenarios, err = parseScenarios(scenarios); err != nil {
@@ -145,6 +154,9 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	}
 	if cfg.peers, err = parsePeers(peers); err != nil {
 		return nil, err
+	}
+	if len(cfg.peers) > 0 {
+		cfg.applyPeerRunDefaults(given)
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -176,6 +188,8 @@ func (c *config) validate() error {
 		{c.warmup >= 0, fmt.Sprintf("-warmup cannot be negative, got %s", c.warmup)},
 		{c.bloatRows >= 0, fmt.Sprintf("-bloat-rows cannot be negative, got %d", c.bloatRows)},
 		{c.naiveWorkers >= 1, fmt.Sprintf("-naive-workers must be at least 1, got %d", c.naiveWorkers)},
+		{c.rounds >= 1 && c.rounds <= 100, fmt.Sprintf("-rounds must be between 1 and 100, got %d", c.rounds)},
+		{c.rate >= 0 && !math.IsInf(c.rate, 0) && !math.IsNaN(c.rate), fmt.Sprintf("-rate cannot be negative, got %v", c.rate)},
 		{c.timeout > 0, fmt.Sprintf("-timeout must be positive, got %s", c.timeout)},
 		{c.schema != "" && len(c.schema) <= 63, fmt.Sprintf("-schema must be 1 to 63 bytes, got %q", c.schema)},
 		{!strings.EqualFold(c.schema, "public") && !strings.HasPrefix(strings.ToLower(c.schema), "pg_"),

@@ -50,7 +50,11 @@ var peers = []peer{
 		prepare: prepareGraphileWorker,
 		// A local queue of 500 jobs per pool, completions batched as soon as possible, and a
 		// pool of 20 connections (graphile-worker warns that it is below its concurrency).
-		tuning:   []string{"--pool-max", "20", "--local-queue-size", "500", "--complete-job-batch-delay-ms", "0"},
+		// At 1,000 slots (work_drain_1000) the same: with the local queue a slot needs no
+		// connection of its own, and a local queue of 1,000 (graphile-worker's advice for a
+		// concurrency of 1,000) measured the same as 500 (docs/performance.md).
+		tuning: []string{"--pool-max", "20", "--local-queue-size", "500", "--local-queue-size-1000", "500",
+			"--complete-job-batch-delay-ms", "0"},
 		database: "gw_bench",
 	},
 }
@@ -107,13 +111,9 @@ func preparePeers(ctx context.Context, cfg *config) ([]preparedPeer, error) {
 	return out, nil
 }
 
-// runPeer runs one prepared peer harness against a fresh database of its own on the
-// throwaway server and returns its JSON lines.
-func (r *runner) runPeer(ctx context.Context, p preparedPeer) ([]peerLine, error) {
-	scen := peerScenarios(r.cfg.scenarios, p.name)
-	if len(scen) == 0 {
-		return nil, nil
-	}
+// runPeer runs one prepared peer harness on one scenario (a round of it) against a fresh
+// database of its own on the throwaway server, and returns its JSON lines.
+func (r *runner) runPeer(ctx context.Context, p preparedPeer, scenario string) ([]peerLine, error) {
 	url, err := r.e.freshDatabase(ctx, p.database)
 	if err != nil {
 		return nil, err
@@ -123,13 +123,14 @@ func (r *runner) runPeer(ctx context.Context, p preparedPeer) ([]peerLine, error
 	}
 	args := append(slices.Clone(p.command[1:]),
 		"--database-url", url,
-		"--scenarios", strings.Join(scen, ","),
+		"--scenarios", scenario,
 		"--jobs", strconv.Itoa(r.cfg.jobs),
 		"--workers", strconv.Itoa(r.cfg.workers),
 		"--producers", strconv.Itoa(r.cfg.producers),
 		"--latency-jobs", strconv.Itoa(r.cfg.latencyJobs),
 		"--latency-interval-ms", msec(r.cfg.latencyInterval),
 		"--steady-duration-ms", msec(r.cfg.steadyDuration),
+		"--rate", strconv.FormatFloat(r.arrivalRate, 'f', 1, 64),
 		"--warmup-ms", msec(r.cfg.warmup),
 		"--timeout-ms", msec(r.cfg.timeout))
 	args = append(args, p.tuning...)
@@ -180,7 +181,7 @@ func prepareGraphileWorker(ctx context.Context, dir string) ([]string, error) {
 		return nil, fmt.Errorf("the graphile-worker harness needs Node.js 20 or later (node and npm on PATH): %w", err)
 	}
 	// graphile-worker 0.18 declares engines node >= 22.18, but runs on Node 20 too (all
-	// five scenarios, Node 20.20); the harness needs Node 20 for util.parseArgs and ES2022.
+	// seven scenarios, Node 20.20); the harness needs Node 20 for util.parseArgs and ES2022.
 	out, err := exec.CommandContext(ctx, node, "-p", "process.versions.node").Output()
 	if err != nil {
 		return nil, fmt.Errorf("failed to run %s: %w", node, err)
@@ -289,34 +290,4 @@ func parsePeerLine(b []byte) (peerLine, error) {
 		break
 	}
 	return peerLine{System: str("system"), Version: str("version"), Result: res, Raw: append([]byte(nil), b...)}, nil
-}
-
-// peerRatios compares skiplock's results with one peer's, scenario by scenario. For
-// latency the jobs/s is set by the schedule, so the p50 latencies are compared instead.
-func peerRatios(ours map[string]*result, peer []peerLine) []ratioLine {
-	var out []ratioLine
-	for _, pl := range peer {
-		s, ok := ours[pl.Result.Scenario]
-		if !ok {
-			continue
-		}
-		if sc := scenarioNamed(pl.Result.Scenario); sc != nil && sc.peersByLatency {
-			if s.Latency != nil && pl.Result.Latency != nil && s.Latency.P50 > 0 {
-				out = append(out, ratioLine{
-					Name:  fmt.Sprintf("latency p50, %s / skiplock", pl.System),
-					Value: float64(pl.Result.Latency.P50) / float64(s.Latency.P50),
-					Means: fmt.Sprintf("skiplock %s ms vs %s %s ms (>1: skiplock starts jobs sooner)", fmtMs(s.Latency.P50), pl.System, fmtMs(pl.Result.Latency.P50)),
-				})
-			}
-			continue
-		}
-		if p := pl.Result.JobsPerSec(); p > 0 {
-			out = append(out, ratioLine{
-				Name:  fmt.Sprintf("%s, skiplock / %s", pl.Result.Scenario, pl.System),
-				Value: s.JobsPerSec() / p,
-				Means: fmt.Sprintf("%.0f vs %.0f jobs/s", s.JobsPerSec(), p),
-			})
-		}
-	}
-	return out
 }

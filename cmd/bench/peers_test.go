@@ -90,17 +90,24 @@ func TestParseHarnessOutput(t *testing.T) {
 			"insert_single": {Result: benchresult.Result{Scenario: "insert_single", Jobs: 1083, Seconds: 1}},
 			"latency":       {Result: benchresult.Result{Scenario: "latency", Jobs: 20, Seconds: 0.2, Latency: &benchresult.Stats{P50: 1972 * time.Microsecond}}},
 		}
-		ratios := peerRatios(ours, lines[2:])
-		if len(ratios) != 2 {
-			t.Fatalf("ratios %+v", ratios)
-		}
 		// jobs/s for insert_single; p50, the peer's over skiplock's, for latency (the table's
-		// peersByLatency), since the schedule fixes the jobs/s.
-		if want := 1083 / lines[2].Result.JobsPerSec(); ratios[0].Name != "insert_single, skiplock / graphile-worker" || !approx(ratios[0].Value, want) {
-			t.Errorf("insert_single ratio %v", ratios[0].Value)
-		}
-		if ratios[1].Name != "latency p50, graphile-worker / skiplock" || !approx(ratios[1].Value, 4) {
-			t.Errorf("latency ratio %+v", ratios[1])
+		// peerLatency), since the schedule fixes the jobs/s.
+		for _, pl := range lines[2:] {
+			rr := newRoundResults(pl.Result.Scenario, 1, []string{"skiplock", pl.System})
+			rr.set("skiplock", 1, ours[pl.Result.Scenario])
+			rr.set(pl.System, 1, pl.Result)
+			sum := rr.summarize(scenarioNamed(pl.Result.Scenario).peerLatency)
+			if len(sum.Ratios) != 1 {
+				t.Fatalf("%s: ratios %+v", pl.Result.Scenario, sum.Ratios)
+			}
+			got := sum.Ratios[0]
+			want, metric := 1083/pl.Result.JobsPerSec(), "jobs_per_sec"
+			if pl.Result.Scenario == "latency" {
+				want, metric = 4, "p50"
+			}
+			if got.Metric != metric || !approx(got.Median, want) || got.N != 1 {
+				t.Errorf("%s: ratio %+v, want %s %v", pl.Result.Scenario, got, metric, want)
+			}
 		}
 	})
 }

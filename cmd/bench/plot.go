@@ -43,11 +43,15 @@ const (
 func writePlot(path string, results []*result, title string) error {
 	var thr, lat []plotSeries
 	for _, r := range results {
+		name := r.Scenario
+		if r.Round > 0 {
+			name = fmt.Sprintf("%s #%d", name, r.Round)
+		}
 		if pts := rates(r.Series); len(pts) > 0 {
-			thr = append(thr, plotSeries{r.Scenario, pts})
+			thr = append(thr, plotSeries{name, pts})
 		}
 		if len(r.Latencies) > 0 {
-			lat = append(lat, plotSeries{r.Scenario, cdf(r.Latencies, 300)})
+			lat = append(lat, plotSeries{name, cdf(r.Latencies, 300)})
 		}
 	}
 	charts := []chart{{

@@ -18,6 +18,7 @@ type result struct {
 	// LatencyLabel names what Latency measures, for the table (e.g. "enqueue->start").
 	LatencyLabel string
 	Notes        []string // short remarks for the human table
+	Round        int      // the round (1-based) when the scenario ran in rounds, else 0
 
 	// For -plot: jobs done so far, sampled while the scenario ran, and the raw latencies.
 	Series    []sample

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,30 +56,129 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 		}
 		return nil
 	}
+	var peerLines []peerLine
+	var summaries []stepSummary
+	systems := []string{"skiplock"}
+	for _, p := range prepared {
+		systems = append(systems, p.name)
+	}
 
 	began := time.Now()
 	for _, name := range cfg.scenarios {
 		s := scenarioNamed(name)
-		for i, step := range s.stepsOf(cfg) {
-			if err := e.resetSchema(ctx); err != nil {
-				return fmt.Errorf("%s: %w", step, err)
+		var mine []preparedPeer // the prepared peers that run s
+		for _, p := range prepared {
+			if slices.Contains(s.peers, p.name) {
+				mine = append(mine, p)
 			}
-			logf("scenario %s: start", step)
-			stepBegan := time.Now()
-			res, err := s.run(ctx, r, i)
+		}
+		rounds := cfg.roundsFor(s)
+		steps := s.stepsOf(cfg)
+		var per []*roundResults
+		if rounds > 1 {
+			sys := []string{"skiplock"}
+			for _, p := range mine {
+				sys = append(sys, p.name)
+			}
+			for _, step := range steps {
+				per = append(per, newRoundResults(step, rounds, sys))
+			}
+		}
+		r.arrivalRate = cfg.arrivalRate(summaries, byName)
+		var peerNames []string
+		for _, p := range mine {
+			peerNames = append(peerNames, p.name)
+		}
+		err := alternate(rounds, peerNames, func(round int, system string) error {
+			if system == "skiplock" {
+				for i, step := range steps {
+					if err := e.resetSchema(ctx); err != nil {
+						return fmt.Errorf("%s: %w", step, err)
+					}
+					logf("scenario %s: start%s", step, roundNote(round, rounds))
+					stepBegan := time.Now()
+					res, err := s.run(ctx, r, i)
+					if err != nil {
+						return fmt.Errorf("%s: %w", step, err)
+					}
+					if rounds > 1 {
+						res.Round = round
+						res.Add("round", round)
+						res.note("round %d/%d", round, rounds)
+						per[i].set("skiplock", round, res)
+					}
+					if l, ok := loadAverage(); ok {
+						// Other work on the machine shows here: above the CPU count, expect noise.
+						res.Add("load_avg_1m", l)
+						res.note("load %.1f", l)
+					}
+					logf("scenario %s: %.0f jobs/s (%d jobs in %.2fs; scenario took %s)", step, res.JobsPerSec(),
+						res.Jobs, res.Seconds, time.Since(stepBegan).Round(time.Millisecond))
+					e.pgssReport(ctx, step)
+					if err := emit(s, res); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			p := mine[slices.IndexFunc(mine, func(p preparedPeer) bool { return p.name == system })]
+			lines, err := r.runPeer(ctx, p, name)
 			if err != nil {
-				return fmt.Errorf("%s: %w", step, err)
+				logf("peer %s: %v", p.name, err) // a peer that cannot run here is reported, not fatal
 			}
-			if l, ok := loadAverage(); ok {
-				// Other work on the machine shows here: above the CPU count, expect noise.
-				res.Add("load_avg_1m", l)
-				res.note("load %.1f", l)
+			for _, pl := range lines {
+				if rounds > 1 {
+					pl.Raw = withRound(pl.Raw, round)
+					pl.Result.note("round %d/%d", round, rounds)
+					for _, rr := range per {
+						if rr.step == pl.Result.Scenario {
+							rr.set(pl.System, round, pl.Result)
+						}
+					}
+				}
+				if cfg.json {
+					if _, err := out.Write(append(pl.Raw, '\n')); err != nil {
+						return err
+					}
+				}
+				peerLines = append(peerLines, pl)
 			}
-			logf("scenario %s: %.0f jobs/s (%d jobs in %.2fs; scenario took %s)", step, res.JobsPerSec(),
-				res.Jobs, res.Seconds, time.Since(stepBegan).Round(time.Millisecond))
-			e.pgssReport(ctx, step)
-			if err := emit(s, res); err != nil {
-				return err
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if rounds == 1 && len(mine) > 0 {
+			// One pass: the summary is of one round, so the ratios section has the peers' ratios.
+			for i, step := range steps {
+				rr := newRoundResults(step, 1, systems)
+				rr.set("skiplock", 1, results[len(results)-len(steps)+i])
+				per = append(per, rr)
+			}
+			for _, pl := range peerLines {
+				for _, rr := range per {
+					if rr.step == pl.Result.Scenario && rr.results[pl.System] != nil && rr.results[pl.System][0] == nil {
+						rr.set(pl.System, 1, pl.Result)
+					}
+				}
+			}
+		}
+		for _, rr := range per {
+			sum := rr.summarize(s.peerLatency)
+			summaries = append(summaries, sum)
+			if m := medianRound(rr.results["skiplock"]); rounds > 1 && m != nil {
+				// The later scenarios' ratios to this step (bloat / work_drain…) take its
+				// median round as their baseline, not whichever round came last.
+				byName[rr.step] = m
+			}
+			if cfg.json && rounds > 1 {
+				line, err := summaryLine(sum)
+				if err != nil {
+					return err
+				}
+				if _, err := out.Write(line); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -86,23 +187,7 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 			logf("failed to drop schema %s: %v", cfg.schema, err)
 		}
 	}
-	logf("skiplock scenarios took %s", time.Since(began).Round(time.Second))
-
-	var peerLines []peerLine
-	for _, p := range prepared {
-		lines, err := r.runPeer(ctx, p)
-		if err != nil {
-			logf("peer %s: %v", p.name, err) // a peer that cannot run here is reported, not fatal
-		}
-		for _, pl := range lines {
-			if cfg.json {
-				if _, err := out.Write(append(pl.Raw, '\n')); err != nil {
-					return err
-				}
-			}
-		}
-		peerLines = append(peerLines, lines...)
-	}
+	logf("scenarios took %s", time.Since(began).Round(time.Second))
 
 	if cfg.plot != "" {
 		if err := writePlot(cfg.plot, results, "skiplock bench, "+time.Now().Format("2006-01-02 15:04")); err != nil {
@@ -116,22 +201,13 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 
 	fmt.Fprintln(out, e.settingsLine())
 	fmt.Fprintln(out)
-	ratios := ratioLines(cfg, results)
-	for _, p := range cfg.peers {
-		var mine []peerLine
-		for _, pl := range peerLines {
-			if pl.System == p {
-				mine = append(mine, pl)
-			}
-		}
-		ratios = append(ratios, peerRatios(byName, mine)...)
-	}
+	ratios := append(ratioLines(cfg, results, byName), summaryRatioLines(summaries)...)
 	if err := writeTable(out, results, ratios); err != nil {
 		return err
 	}
 	if len(peerLines) > 0 {
 		fmt.Fprintln(out)
-		fmt.Fprintln(out, "peers (same server, run one at a time after skiplock):")
+		fmt.Fprintln(out, "peers (same server, each scenario right after skiplock's, a fresh database each):")
 		var rs []*result
 		for _, pl := range peerLines {
 			res := *pl.Result
@@ -142,7 +218,46 @@ func run(ctx context.Context, cfg *config, out io.Writer) (err error) {
 			return err
 		}
 	}
+	var multi []stepSummary
+	for _, s := range summaries {
+		if s.Rounds > 1 {
+			multi = append(multi, s)
+		}
+	}
+	return writeSummaries(out, multi, systems)
+}
+
+// alternate runs the rounds of one scenario, round by round, each round skiplock first and
+// then each of peers in order: A B C A B C …, so that the systems' figures of one round are
+// taken within minutes of each other. It stops at the first error of run.
+func alternate(rounds int, peers []string, run func(round int, system string) error) error {
+	for round := 1; round <= rounds; round++ {
+		for _, system := range append([]string{"skiplock"}, peers...) {
+			if err := run(round, system); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// roundNote is " (round i/n)" when a scenario runs in rounds, else "".
+func roundNote(round, rounds int) string {
+	if rounds == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (round %d/%d)", round, rounds)
+}
+
+// withRound adds "round":round to a harness's JSON line (a JSON object).
+func withRound(line []byte, round int) []byte {
+	i := bytes.LastIndexByte(line, '}')
+	if i < 0 {
+		return line
+	}
+	out := slices.Clone(line[:i])
+	out = fmt.Appendf(out, `,"round":%d}`, round)
+	return out
 }
 
 // loadAverage is the machine's 1-minute load average, where /proc/loadavg exists.

@@ -15,6 +15,9 @@ import (
 type runner struct {
 	e   *env
 	cfg *config
+	// arrivalRate is steady_rate's rate in jobs/s (config.arrivalRate), set before each
+	// scenario from the figures of the scenarios before it.
+	arrivalRate float64
 }
 
 func (r *runner) workerName() string { return "bench-" + strconv.Itoa(os.Getpid()) }

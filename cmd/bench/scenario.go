@@ -29,9 +29,9 @@ type scenario struct {
 	ratio *ratio
 	// peers lists the peer harnesses that run the scenario too (see peers.go).
 	peers []string
-	// peersByLatency compares the peers on p50 latency instead of jobs/s, because the
-	// scenario's schedule fixes its jobs/s.
-	peersByLatency bool
+	// peerLatency, "p50" or "p99", compares the peers on that enqueue -> start latency
+	// instead of jobs/s, because the scenario's schedule fixes its jobs/s; "": jobs/s.
+	peerLatency string
 }
 
 // ratio is a ratio of jobs/s measured side by side in one run: a step over its baseline,
@@ -47,6 +47,10 @@ type ratio struct {
 	// label names the ratio in the ratios section; nil: "numerator / denominator".
 	label func(step string) string
 }
+
+// wideSlots is the slot count of work_drain_1000, for skiplock and the peers alike (the
+// harnesses have the same constant).
+const wideSlots = 1000
 
 // bothPeers is the peers list of the scenarios every peer harness runs.
 var bothPeers = []string{"river", "graphile-worker"}
@@ -69,7 +73,16 @@ var scenarios = []scenario{
 		name: "work_drain",
 		doc:  "N no-op jobs queued, then the workers start; time to the last completion",
 		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
-			return r.workDrain(ctx, "work_drain", 0, nil)
+			return r.workDrain(ctx, "work_drain", r.cfg.workers, 0, nil)
+		},
+		peers: bothPeers,
+	},
+	{
+		name: "work_drain_1000",
+		doc: "work_drain with 1,000 slots (pool unchanged), and the peers at 1,000 slots\n" +
+			"with their settings for that count",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
+			return r.workDrain(ctx, "work_drain_1000", wideSlots, 0, nil)
 		},
 		peers: bothPeers,
 	},
@@ -77,9 +90,9 @@ var scenarios = []scenario{
 		name: "latency",
 		doc: "idle workers; -latency-jobs jobs enqueued one at a time -latency-interval\n" +
 			"apart; enqueue commit -> handler start",
-		run:            func(ctx context.Context, r *runner, _ int) (*result, error) { return r.latency(ctx) },
-		peers:          bothPeers,
-		peersByLatency: true,
+		run:         func(ctx context.Context, r *runner, _ int) (*result, error) { return r.latency(ctx) },
+		peers:       bothPeers,
+		peerLatency: "p50",
 	},
 	{
 		name:  "steady",
@@ -88,10 +101,19 @@ var scenarios = []scenario{
 		peers: bothPeers,
 	},
 	{
+		name: "steady_rate",
+		doc: "-producers enqueue one job per transaction at -rate jobs/s (default: half\n" +
+			"of skiplock's work_drain or insert_single, the lower) for -steady-duration;\n" +
+			"enqueue commit -> handler start, achieved rate, backlog at the end",
+		run:         func(ctx context.Context, r *runner, _ int) (*result, error) { return r.steadyRate(ctx, r.arrivalRate) },
+		peers:       bothPeers,
+		peerLatency: "p99",
+	},
+	{
 		name: "bloat",
 		doc:  "work_drain with -bloat-rows finished jobs in the table (ratio to work_drain)",
 		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
-			return r.workDrain(ctx, "bloat", r.cfg.bloatRows, nil)
+			return r.workDrain(ctx, "bloat", r.cfg.workers, r.cfg.bloatRows, nil)
 		},
 		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
 			means: "drain with -bloat-rows finished jobs in the table vs a clean table (1.00: no cost)"},
@@ -100,7 +122,7 @@ var scenarios = []scenario{
 		name: "limit_slots",
 		doc:  "work_drain on a queue with max_running = -workers (ratio to work_drain)",
 		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
-			return r.workDrain(ctx, "limit_slots", 0, &drainLimits{maxRunning: r.cfg.workers})
+			return r.workDrain(ctx, "limit_slots", r.cfg.workers, 0, &drainLimits{maxRunning: r.cfg.workers})
 		},
 		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
 			means: "drain of a queue with max_running = slots vs no limit (aim: at least 0.70)"},
@@ -109,7 +131,7 @@ var scenarios = []scenario{
 		name: "limit_half",
 		doc:  "work_drain on a queue with max_running = -workers/2 (ratio to work_drain)",
 		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
-			return r.workDrain(ctx, "limit_half", 0, &drainLimits{maxRunning: max(1, r.cfg.workers/2)})
+			return r.workDrain(ctx, "limit_half", r.cfg.workers, 0, &drainLimits{maxRunning: max(1, r.cfg.workers/2)})
 		},
 		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
 			means: "drain of a queue with max_running = slots/2 vs no limit"},
@@ -118,7 +140,7 @@ var scenarios = []scenario{
 		name: "limit_per_key",
 		doc:  "work_drain of jobs over 100 concurrency keys, per_key 1 (ratio to work_drain)",
 		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
-			return r.workDrain(ctx, "limit_per_key", 0, &drainLimits{perKey: 1, keys: 100})
+			return r.workDrain(ctx, "limit_per_key", r.cfg.workers, 0, &drainLimits{perKey: 1, keys: 100})
 		},
 		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
 			means: "drain of a queue with per_key 1 over 100 keys vs no limit"},
@@ -303,16 +325,16 @@ func addRatioFields(s *scenario, res *result, byName map[string]*result) {
 }
 
 // ratioLines lists the ratios of this run for the table, in the run order of their
-// numerators. results are the steps in the order they ran.
-func ratioLines(cfg *config, results []*result) []ratioLine {
+// numerators. results are the steps in the order they ran; byName is the result of each
+// step that ratios use, the one the JSON lines' ratio fields used (of a step that ran in
+// rounds, its median round).
+func ratioLines(cfg *config, results []*result, byName map[string]*result) []ratioLine {
 	type ordered struct {
 		pos  int // run position of the numerator
 		line ratioLine
 	}
-	byName := map[string]*result{}
 	pos := map[string]int{}
 	for i, res := range results {
-		byName[res.Scenario] = res
 		pos[res.Scenario] = i
 	}
 	var lines []ordered

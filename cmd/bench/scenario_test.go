@@ -32,8 +32,8 @@ func TestScenarioTable(t *testing.T) {
 					t.Errorf("scenario %s names unknown peer %q", s.name, p)
 				}
 			}
-			if s.peersByLatency && len(s.peers) == 0 {
-				t.Errorf("scenario %s compares peers by latency but no peer runs it", s.name)
+			if s.peerLatency != "" && (len(s.peers) == 0 || (s.peerLatency != "p50" && s.peerLatency != "p99")) {
+				t.Errorf("scenario %s compares peers by latency %q but no peer runs it or it is not p50 or p99", s.name, s.peerLatency)
 			}
 		}
 	})
@@ -105,7 +105,7 @@ func TestScenarioTable(t *testing.T) {
 		t.Parallel()
 		all := scenarioOrder()
 		for _, p := range knownPeers {
-			if got, want := peerScenarios(all, p), []string{"insert_bulk", "insert_single", "work_drain", "latency", "steady"}; !slices.Equal(got, want) {
+			if got, want := peerScenarios(all, p), []string{"insert_bulk", "insert_single", "work_drain", "work_drain_1000", "latency", "steady", "steady_rate"}; !slices.Equal(got, want) {
 				t.Errorf("%s runs %v, want %v", p, got, want)
 			}
 		}
@@ -173,7 +173,7 @@ func TestRatios(t *testing.T) {
 	}
 
 	var names []string
-	for _, l := range ratioLines(cfg, results) {
+	for _, l := range ratioLines(cfg, results, byName) {
 		names = append(names, l.Name)
 	}
 	want := []string{"work_drain / naive", "bloat / work_drain", "limit_slots / work_drain", "limit_half / work_drain",

@@ -8,7 +8,7 @@
 // dependencies pinned in package-lock.json (npm ci) and runs it with the same job count,
 // slots, producers, latency schedule and steady length as skiplock's run, and with
 // graphile-worker's best settings: --pool-max 20 --local-queue-size 500
-// --complete-job-batch-delay-ms 0. By hand:
+// --local-queue-size-1000 500 --complete-job-batch-delay-ms 0. By hand:
 //
 //   node bench.mjs --database-url postgres://localhost/gw_bench --jobs 2000
 //
@@ -33,7 +33,9 @@ const VERSION = JSON.parse(
 ).version;
 const SCHEMA = "graphile_worker";
 const TASK = "bench_noop";
-const SCENARIOS = ["insert_bulk", "insert_single", "work_drain", "latency", "steady"];
+const SCENARIOS = ["insert_bulk", "insert_single", "work_drain", "work_drain_1000", "latency", "steady", "steady_rate"];
+// WIDE_SLOTS is the concurrency of work_drain_1000, cmd/bench's wideSlots.
+const WIDE_SLOTS = 1000;
 
 // The flags cmd/bench passes carry the names of its own; the last three are graphile-worker's
 // settings, at the library's defaults unless given.
@@ -48,10 +50,12 @@ const { values: flags } = parseArgs({
     "latency-jobs": { type: "string", default: "500" },
     "latency-interval-ms": { type: "string", default: "10" },
     "steady-duration-ms": { type: "string", default: "15000" },
+    rate: { type: "string", default: "1000" }, // steady_rate's arrivals per second
     "warmup-ms": { type: "string", default: "1000" },
     "timeout-ms": { type: "string", default: "600000" },
     "pool-max": { type: "string" }, // maxPoolSize; default 10
     "local-queue-size": { type: "string" }, // worker.localQueue.size; default -1, off
+    "local-queue-size-1000": { type: "string" }, // the same in work_drain_1000; default: --local-queue-size
     "complete-job-batch-delay-ms": { type: "string" }, // worker.completeJobBatchDelay; default -1, off
   },
   strict: true,
@@ -76,10 +80,13 @@ const cfg = {
   latencyJobs: number("latency-jobs", 1),
   latencyIntervalMs: number("latency-interval-ms", 0),
   steadyMs: number("steady-duration-ms", 1),
+  rate: number("rate", 0.001),
   warmupMs: number("warmup-ms", 0),
   timeoutMs: number("timeout-ms", 1),
   poolMax: flags["pool-max"] === undefined ? undefined : number("pool-max", 2),
   localQueueSize: flags["local-queue-size"] === undefined ? undefined : number("local-queue-size", -1),
+  localQueueSize1000:
+    flags["local-queue-size-1000"] === undefined ? undefined : number("local-queue-size-1000", -1),
   completeJobBatchDelay:
     flags["complete-job-batch-delay-ms"] === undefined ? undefined : number("complete-job-batch-delay-ms", -1),
 };
@@ -93,6 +100,7 @@ const common = {
     concurrency: cfg.workers,
     max_pool_size: cfg.poolMax ?? "default (10)",
     local_queue_size: cfg.localQueueSize ?? "default (-1, off)",
+    local_queue_size_1000: cfg.localQueueSize1000 ?? cfg.localQueueSize ?? "default (-1, off)",
     complete_job_batch_delay_ms: cfg.completeJobBatchDelay ?? "default (-1, off)",
     poll_interval_ms: "default (2000)",
     node: process.version,
@@ -132,7 +140,8 @@ function line(scenario, jobs, ms, { latency = [], prefix = "", extra = {} } = {}
     out[`${prefix}mean_ms`] = round(s.reduce((a, b) => a + b, 0) / s.length, 3);
     out[`${prefix}latency_samples`] = s.length;
   }
-  Object.assign(out, extra, common);
+  Object.assign(out, extra);
+  for (const [k, v] of Object.entries(common)) if (!(k in out)) out[k] = v; // a scenario's own value wins
   process.stdout.write(JSON.stringify(out) + "\n");
   log(`scenario ${scenario}: ${Math.round(out.jobs_per_sec)} jobs/s`);
 }
@@ -173,11 +182,12 @@ const taskList = {
 // counts the jobs that finished. graphile-worker emits job:complete when it hands the
 // completion over (to its batcher, with --complete-job-batch-delay-ms), not once written
 // back, so the scenarios confirm completions in the table.
-async function startRunner() {
+async function startRunner(concurrency = cfg.workers) {
   const preset = { worker: {} };
-  if (cfg.localQueueSize !== undefined) preset.worker.localQueue = { size: cfg.localQueueSize };
+  const localQueueSize = concurrency === WIDE_SLOTS ? (cfg.localQueueSize1000 ?? cfg.localQueueSize) : cfg.localQueueSize;
+  if (localQueueSize !== undefined) preset.worker.localQueue = { size: localQueueSize };
   if (cfg.completeJobBatchDelay !== undefined) preset.worker.completeJobBatchDelay = cfg.completeJobBatchDelay;
-  const options = { connectionString: cfg.url, concurrency: cfg.workers, taskList, crontab: "", logger, noHandleSignals: true, preset };
+  const options = { connectionString: cfg.url, concurrency, taskList, crontab: "", logger, noHandleSignals: true, preset };
   if (cfg.poolMax !== undefined) options.maxPoolSize = cfg.poolMax;
   const runner = await run(options);
   const counts = { completed: 0, failed: 0 };
@@ -249,27 +259,9 @@ const scenarios = {
   // N jobs queued (untimed, then ANALYZE), then the runner starts; time to the last
   // completion written back: graphile-worker deletes a completed job, so to the table's
   // being empty, polled once every job has finished.
-  async work_drain(utils) {
-    await addBatches(utils, cfg.jobs);
-    await admin.query(`ANALYZE ${SCHEMA}._private_jobs`);
-    const t0 = now();
-    const { runner, counts } = await startRunner();
-    let ms;
-    try {
-      await waitFor(() => counts.completed + counts.failed >= cfg.jobs, cfg.timeoutMs, `${cfg.jobs} jobs to finish`);
-      for (;;) {
-        const { rows } = await admin.query(`SELECT EXISTS (SELECT FROM ${SCHEMA}._private_jobs) AS left`);
-        if (!rows[0].left) break;
-        if (now() - t0 > cfg.timeoutMs) throw new Error(`timed out after ${cfg.timeoutMs} ms waiting for the completions`);
-        await sleep(1);
-      }
-      ms = now() - t0;
-    } finally {
-      await runner.stop();
-    }
-    if (counts.failed > 0) throw new Error(`${counts.failed} jobs failed`);
-    line("work_drain", cfg.jobs, ms, { extra: { timing: "runner started -> last completion written back (jobs table empty)" } });
-  },
+  work_drain: (utils) => drain(utils, "work_drain", cfg.workers),
+  // The same with concurrency 1,000 (and --local-queue-size-1000).
+  work_drain_1000: (utils) => drain(utils, "work_drain_1000", WIDE_SLOTS),
 
   // An idle runner; --latency-jobs jobs added one at a time on a fixed schedule; from addJob
   // returning (commit acknowledged) to the task starting.
@@ -357,6 +349,92 @@ const scenarios = {
     });
   },
 };
+
+// drain: N jobs queued (untimed, then ANALYZE), then a runner of the given concurrency
+// starts; time to the last completion written back.
+async function drain(utils, scenario, concurrency) {
+  await addBatches(utils, cfg.jobs);
+  await admin.query(`ANALYZE ${SCHEMA}._private_jobs`);
+  const t0 = now();
+  const { runner, counts } = await startRunner(concurrency);
+  let ms;
+  try {
+    await waitFor(() => counts.completed + counts.failed >= cfg.jobs, cfg.timeoutMs, `${cfg.jobs} jobs to finish`);
+    for (;;) {
+      const { rows } = await admin.query(`SELECT EXISTS (SELECT FROM ${SCHEMA}._private_jobs) AS left`);
+      if (!rows[0].left) break;
+      if (now() - t0 > cfg.timeoutMs) throw new Error(`timed out after ${cfg.timeoutMs} ms waiting for the completions`);
+      await sleep(1);
+    }
+    ms = now() - t0;
+  } finally {
+    await runner.stop();
+  }
+  if (counts.failed > 0) throw new Error(`${counts.failed} jobs failed`);
+  line(scenario, cfg.jobs, ms, {
+    extra: { timing: "runner started -> last completion written back (jobs table empty)", workers: concurrency },
+  });
+}
+
+// steadyRate: --producers callers add one job each (addJob, its own transaction) on the
+// fixed schedule of --rate jobs/s for --steady-duration-ms, as cmd/bench's arrival.Run: job
+// k is due at start + k/rate; a caller that is behind adds at once, and none starts after
+// the end. Jobs are the completions written back in the window, latency that of the jobs
+// started in it, and the backlog is counted at its end.
+async function steadyRate(utils) {
+  const rec = new LatencyRecorder();
+  onStart = (id, at) => rec.start(id, at);
+  const { runner } = await startRunner();
+  const interval = 1000 / cfg.rate;
+  let done, inserted, backlog, end, maxLag = 0;
+  try {
+    await sleep(cfg.warmupMs);
+    const start = now();
+    end = start + cfg.steadyMs;
+    let next = 0;
+    let added = 0;
+    const producers = Array.from({ length: cfg.producers }, async () => {
+      for (;;) {
+        const k = next++;
+        const due = start + k * interval;
+        if (due >= end) return;
+        await sleep(due - now());
+        const began = now();
+        if (began >= end) return;
+        maxLag = Math.max(maxLag, began - due);
+        const job = await utils.addJob(TASK, { seq: k });
+        rec.commit(job.id, now());
+        added++;
+      }
+    });
+    await Promise.all(producers);
+    await sleep(end - now());
+    inserted = added;
+    backlog = await jobsInTable();
+    done = inserted - backlog;
+  } finally {
+    onStart = null;
+    await runner.stop();
+  }
+  const { d, negative } = rec.latencies(end);
+  const secs = cfg.steadyMs / 1000;
+  line("steady_rate", done, cfg.steadyMs, {
+    latency: d,
+    extra: {
+      producers: cfg.producers,
+      rate_per_sec: round(cfg.rate, 1),
+      inserted,
+      insert_per_sec: round(inserted / secs, 1),
+      arrivals_due: Math.ceil((cfg.steadyMs / 1000) * cfg.rate),
+      max_schedule_lag_ms: round(maxLag, 3),
+      completed: done,
+      final_backlog: backlog,
+      negative_clamped: negative,
+      timing: "completions written back during the window; latency of jobs started in it",
+    },
+  });
+}
+scenarios.steady_rate = steadyRate;
 
 let utils;
 try {

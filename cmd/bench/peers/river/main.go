@@ -43,7 +43,10 @@ import (
 )
 
 // scenarioOrder is every scenario the harness knows, in the order it runs them.
-var scenarioOrder = []string{"insert_bulk", "insert_single", "work_drain", "latency", "steady"}
+var scenarioOrder = []string{"insert_bulk", "insert_single", "work_drain", "work_drain_1000", "latency", "steady", "steady_rate"}
+
+// wideSlots is the MaxWorkers of work_drain_1000, cmd/bench's constant of the same name.
+const wideSlots = 1000
 
 // config is the command line. The flags that cmd/bench passes carry the names of its own.
 type config struct {
@@ -57,6 +60,7 @@ type config struct {
 	latencyJobs       int
 	latencyInterval   time.Duration
 	steadyDuration    time.Duration
+	rate              float64 // steady_rate's arrivals per second
 	warmup            time.Duration
 	timeout           time.Duration
 	fetchCooldown     time.Duration // 0: River's default
@@ -106,6 +110,7 @@ func parseFlags(args []string, errOut io.Writer) (*config, error) {
 	fs.IntVar(&cfg.latencyJobs, "latency-jobs", 500, "jobs inserted in the latency scenario")
 	ms("latency-interval-ms", &cfg.latencyInterval, 10, "time between two inserts of the latency scenario")
 	ms("steady-duration-ms", &cfg.steadyDuration, 15000, "length of steady")
+	fs.Float64Var(&cfg.rate, "rate", 1000, "arrival rate of steady_rate, in jobs per second")
 	ms("warmup-ms", &cfg.warmup, 1000, "idle time between starting the client and inserting in latency and steady")
 	ms("timeout-ms", &cfg.timeout, 600000, "give up on a scenario after this long")
 	ms("fetch-cooldown-ms", &cfg.fetchCooldown, 0, "River FetchCooldown; 0: River's default (100 ms)")
@@ -135,8 +140,8 @@ func parseFlags(args []string, errOut io.Writer) (*config, error) {
 		return nil, fmt.Errorf("--jobs must be at least 10, got %d", cfg.jobs)
 	case cfg.workers < 1 || cfg.pool < 4 || cfg.batch < 1 || cfg.producers < 1 || cfg.latencyJobs < 1:
 		return nil, errors.New("--workers, --batch, --producers and --latency-jobs must be at least 1, --pool at least 4")
-	case cfg.steadyDuration <= 0 || cfg.timeout <= 0:
-		return nil, errors.New("--steady-duration-ms and --timeout-ms must be positive")
+	case cfg.steadyDuration <= 0 || cfg.timeout <= 0 || !(cfg.rate > 0):
+		return nil, errors.New("--steady-duration-ms, --rate and --timeout-ms must be positive")
 	}
 	return cfg, nil
 }
@@ -177,11 +182,13 @@ func run(ctx context.Context, cfg *config, out io.Writer) error {
 		return fmt.Errorf("failed to apply River's migrations: %w", err)
 	}
 	scenarios := map[string]func(context.Context) (*benchresult.Result, error){
-		"insert_bulk":   h.insertBulk,
-		"insert_single": h.insertSingle,
-		"work_drain":    h.workDrain,
-		"latency":       h.latency,
-		"steady":        h.steady,
+		"insert_bulk":     h.insertBulk,
+		"insert_single":   h.insertSingle,
+		"work_drain":      func(ctx context.Context) (*benchresult.Result, error) { return h.workDrain(ctx, cfg.workers) },
+		"work_drain_1000": func(ctx context.Context) (*benchresult.Result, error) { return h.workDrain(ctx, wideSlots) },
+		"latency":         h.latency,
+		"steady":          h.steady,
+		"steady_rate":     h.steadyRate,
 	}
 	for _, name := range scenarioOrder {
 		if !slices.Contains(cfg.scenarios, name) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/skiplock/skiplock/cmd/bench/internal/arrival"
 	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 	"github.com/skiplock/skiplock/cmd/bench/internal/wait"
 )
@@ -36,9 +37,9 @@ func (w *noopWorker) Work(_ context.Context, job *river.Job[noopArgs]) error {
 	return nil
 }
 
-// newClient returns a River client; with work it works the default queue with -workers
-// slots, without it only inserts.
-func (h *harness) newClient(work bool) (*river.Client[pgx.Tx], error) {
+// newClient returns a River client; with slots > 0 it works the default queue with that
+// many slots (MaxWorkers), without only inserts.
+func (h *harness) newClient(slots int) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, h.worker)
 	cfg := &river.Config{
@@ -47,8 +48,8 @@ func (h *harness) newClient(work bool) (*river.Client[pgx.Tx], error) {
 		FetchCooldown:     h.cfg.fetchCooldown, // zero: River's default
 		FetchPollInterval: h.cfg.fetchPollInterval,
 	}
-	if work {
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: h.cfg.workers}}
+	if slots > 0 {
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: slots}}
 	}
 	client, err := river.NewClient(riverpgxv5.New(h.pool), cfg)
 	if err != nil {
@@ -110,7 +111,7 @@ func (h *harness) insertMany(ctx context.Context, client *river.Client[pgx.Tx], 
 
 // insertBulk: N jobs through InsertManyFast in batches of -batch, one goroutine.
 func (h *harness) insertBulk(ctx context.Context) (*benchresult.Result, error) {
-	client, err := h.newClient(false)
+	client, err := h.newClient(0)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func (h *harness) insertBulk(ctx context.Context) (*benchresult.Result, error) {
 // insertSingle: N/10 jobs, one Client.Insert (its own transaction) each, from -producers
 // goroutines.
 func (h *harness) insertSingle(ctx context.Context) (*benchresult.Result, error) {
-	client, err := h.newClient(false)
+	client, err := h.newClient(0)
 	if err != nil {
 		return nil, err
 	}
@@ -178,11 +179,11 @@ func (h *harness) insertSingle(ctx context.Context) (*benchresult.Result, error)
 	return res, nil
 }
 
-// workDrain: N jobs queued (untimed, then ANALYZE), then a client starts; time to the last
-// completion River reports persisted.
-func (h *harness) workDrain(ctx context.Context) (*benchresult.Result, error) {
+// workDrain: N jobs queued (untimed, then ANALYZE), then a client with slots workers
+// starts; time to the last completion River reports persisted.
+func (h *harness) workDrain(ctx context.Context, slots int) (*benchresult.Result, error) {
 	n := int64(h.cfg.jobs)
-	inserter, err := h.newClient(false)
+	inserter, err := h.newClient(0)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +193,7 @@ func (h *harness) workDrain(ctx context.Context) (*benchresult.Result, error) {
 	if _, err := h.pool.Exec(ctx, "ANALYZE river_job"); err != nil {
 		return nil, fmt.Errorf("failed to analyze: %w", err)
 	}
-	client, err := h.newClient(true)
+	client, err := h.newClient(slots)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +220,7 @@ func (h *harness) workDrain(ctx context.Context) (*benchresult.Result, error) {
 	}
 	res := &benchresult.Result{Jobs: n, Seconds: elapsed.Seconds()}
 	res.Add("timing", "client started -> last completion persisted (EventKindJobCompleted)")
+	res.Add("workers", slots)
 	return res, nil
 }
 
@@ -231,7 +233,7 @@ func (h *harness) latency(ctx context.Context) (*benchresult.Result, error) {
 	onStart := func(id int64) { rec.Start(id, time.Now()); started.Add(1) }
 	h.worker.onStart.Store(&onStart)
 	defer h.worker.onStart.Store(nil)
-	client, err := h.newClient(true)
+	client, err := h.newClient(h.cfg.workers)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +284,7 @@ func (h *harness) steady(ctx context.Context) (*benchresult.Result, error) {
 	onStart := func(id int64) { rec.Start(id, time.Now()) }
 	h.worker.onStart.Store(&onStart)
 	defer h.worker.onStart.Store(nil)
-	client, err := h.newClient(true)
+	client, err := h.newClient(h.cfg.workers)
 	if err != nil {
 		return nil, err
 	}
@@ -336,6 +338,70 @@ func (h *harness) steady(ctx context.Context) (*benchresult.Result, error) {
 	res.Add("producers", h.cfg.producers)
 	res.Add("inserted", insertedInWindow)
 	res.Add("insert_per_sec", benchresult.Round(float64(insertedInWindow)/secs, 1))
+	res.Add("completed", done)
+	res.Add("final_backlog", total-persisted)
+	res.Add("negative_clamped", negative)
+	res.Add("timing", "completions persisted during the window; latency of jobs started in it")
+	return res, nil
+}
+
+// steadyRate: --producers goroutines insert one job per Client.Insert on the fixed schedule
+// of --rate jobs/s (arrival.Run, cmd/bench's) for --steady-duration-ms while the client
+// works; jobs are the completions persisted in the window, latency that of the jobs started
+// in it, and the backlog is counted at its end.
+func (h *harness) steadyRate(ctx context.Context) (*benchresult.Result, error) {
+	rec := benchresult.NewLatencyRecorder()
+	onStart := func(id int64) { rec.Start(id, time.Now()) }
+	h.worker.onStart.Store(&onStart)
+	defer h.worker.onStart.Store(nil)
+	client, err := h.newClient(h.cfg.workers)
+	if err != nil {
+		return nil, err
+	}
+	completed, stopCounting := countCompletions(client, 1<<20)
+	defer stopCounting()
+	if err := client.Start(ctx); err != nil {
+		return nil, fmt.Errorf("failed to start the River client: %w", err)
+	}
+	defer func() { _ = stopClient(ctx, client) }() // checked below on the success path
+	if err := wait.Sleep(ctx, h.cfg.warmup); err != nil {
+		return nil, err
+	}
+	before := completed.Load()
+	start := time.Now()
+	end := start.Add(h.cfg.steadyDuration)
+	sched, err := arrival.Run(ctx, start, h.cfg.steadyDuration, h.cfg.rate, h.cfg.producers, func(ctx context.Context, k int64) error {
+		ins, err := client.Insert(ctx, noopArgs{Seq: k}, nil)
+		if err != nil {
+			return fmt.Errorf("failed to insert a job: %w", err)
+		}
+		rec.Commit(ins.Job.ID, time.Now())
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := wait.Sleep(ctx, time.Until(end)); err != nil {
+		return nil, err
+	}
+	done := completed.Load() - before
+	total, persisted, err := h.countJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := stopClient(ctx, client); err != nil {
+		return nil, err
+	}
+	lats, negative := rec.Latencies(end)
+	secs := h.cfg.steadyDuration.Seconds()
+	res := &benchresult.Result{Jobs: done, Seconds: secs}
+	res.SetLatency(lats)
+	res.Add("producers", h.cfg.producers)
+	res.Add("rate_per_sec", benchresult.Round(h.cfg.rate, 1))
+	res.Add("inserted", sched.Enqueued)
+	res.Add("insert_per_sec", benchresult.Round(float64(sched.Enqueued)/secs, 1))
+	res.Add("arrivals_due", sched.Due)
+	res.Add("max_schedule_lag_ms", benchresult.MS(sched.MaxLag))
 	res.Add("completed", done)
 	res.Add("final_backlog", total-persisted)
 	res.Add("negative_clamped", negative)
