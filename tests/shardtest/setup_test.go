@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,7 +16,8 @@ import (
 	"github.com/skiplock/skiplock/internal/pglocal"
 )
 
-// sharded is one test's sharded skiplock: a proxy database and one database per shard.
+// sharded is one test's sharded skiplock: a proxy database (named name) and one database per
+// shard (name_sN, so that errors naming a shard's database tell the shards apart).
 type sharded struct {
 	c         *clusters
 	name      string
@@ -42,7 +44,7 @@ func newSharded(t *testing.T, n int) *sharded {
 	for i := 0; i < n; i++ {
 		s.addShardDB(t, i)
 	}
-	s.proxyURL = s.createDB(t, c.proxy)
+	s.proxyURL = s.createDB(t, c.proxy, s.name)
 	s.proxy = newPool(t, s.proxyURL)
 	s.setShards(t)
 	return s
@@ -51,7 +53,7 @@ func newSharded(t *testing.T, n int) *sharded {
 // addShardDB creates shard i's database on shard cluster i.
 func (s *sharded) addShardDB(t *testing.T, i int) {
 	t.Helper()
-	url := s.createDB(t, s.c.shards[i])
+	url := s.createDB(t, s.c.shards[i], fmt.Sprintf("%s_s%d", s.name, i))
 	pool := newPool(t, url)
 	if _, err := pool.Exec(context.Background(), "SELECT jobs_set_shard($1)", i); err != nil {
 		t.Fatalf("jobs_set_shard(%d): %v", i, err)
@@ -76,7 +78,8 @@ func (s *sharded) setShards(t *testing.T) {
 	}
 }
 
-func (s *sharded) createDB(t *testing.T, srv *pglocal.Server) string {
+// createDB creates database name (from the template) on srv, dropped when the test ends.
+func (s *sharded) createDB(t *testing.T, srv *pglocal.Server, name string) string {
 	t.Helper()
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, srv.URL())
@@ -84,7 +87,7 @@ func (s *sharded) createDB(t *testing.T, srv *pglocal.Server) string {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	db := pgx.Identifier{s.name}.Sanitize()
+	db := pgx.Identifier{name}.Sanitize()
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+db+" TEMPLATE "+templateDB); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
@@ -98,7 +101,7 @@ func (s *sharded) createDB(t *testing.T, srv *pglocal.Server) string {
 			t.Errorf("drop database: %v", err)
 		}
 	})
-	return srv.URLFor(s.name)
+	return srv.URLFor(name)
 }
 
 func newPool(t *testing.T, url string) *pgxpool.Pool {
