@@ -17,6 +17,9 @@ import (
 // (claims across shards skip the dead one), its jobs wait, and after its restart every job
 // is done exactly once.
 func TestShardDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts a shard cluster; skipped under -short")
+	}
 	s := newSharded(t, shardClusters)
 	ctx := context.Background()
 	const down = 2
