@@ -89,6 +89,15 @@ CREATE TYPE jobs AS (
     meta             jsonb
 );
 
+CREATE TABLE jobs_proxy_cluster (
+    one    boolean PRIMARY KEY DEFAULT true CONSTRAINT jobs_proxy_cluster_one_row CHECK (one),
+    shards integer NOT NULL DEFAULT 0 CONSTRAINT jobs_proxy_cluster_shards_valid CHECK (shards BETWEEN 0 AND 1024)
+);
+INSERT INTO jobs_proxy_cluster DEFAULT VALUES;
+
+COMMENT ON TABLE jobs_proxy_cluster IS
+    'skiplock proxy: how many shards the skiplock_shards cluster has (p0..pN-1); set only by jobs_proxy_set_shards.';
+
 CREATE TABLE jobs_proxy_queues (
     queue     text PRIMARY KEY,
     shard     integer NOT NULL CONSTRAINT jobs_proxy_queues_shard_valid CHECK (shard BETWEEN 0 AND 1023),

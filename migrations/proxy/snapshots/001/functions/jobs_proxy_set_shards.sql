@@ -9,8 +9,11 @@
 --           OPTIONS (user, password) for other credentials) and USAGE on the server for the
 --           jobs_* roles. Shards can be added (a longer array) and moved (another connection
 --           string for an existing number), never removed: ids carry their shard number, and
---           a removed shard's jobs would become unreachable. PL/Proxy reloads the cluster in
---           every session at its next call. Idempotent.
+--           a removed shard's jobs would become unreachable. Records the count in
+--           jobs_proxy_cluster (what the routing checks ids against), in the same transaction.
+--           PL/Proxy reloads the cluster in every session at its next call. Change the
+--           cluster only with this function: a pN added by ALTER SERVER is not routed to
+--           until it is counted here. Idempotent.
 -- Locks:    the server's catalog rows until the transaction ends.
 -- States:   none of the jobs.
 -- Errors:   22023 naming connstrs when it is NULL, empty, longer than 1024, multidimensional,
@@ -23,7 +26,12 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_have integer := _jobs_proxy_shard_count();
+    -- The partitions the server has (it is the truth for PL/Proxy), not the recorded count.
+    v_have integer := (SELECT count(*)::integer
+                       FROM pg_foreign_server s
+                       CROSS JOIN LATERAL pg_options_to_table(s.srvoptions) o
+                       WHERE s.srvname = 'skiplock_shards'
+                         AND o.option_name ~ '^p[0-9]+$');
     v_role text;
 BEGIN
     IF connstrs IS NULL OR cardinality(connstrs) = 0 THEN
@@ -56,6 +64,7 @@ BEGIN
                                           ', ' ORDER BY n)
                         FROM unnest(connstrs) WITH ORDINALITY AS u(c, n)));
     END IF;
+    UPDATE jobs_proxy_cluster SET shards = cardinality(connstrs);
     IF NOT EXISTS (SELECT FROM pg_user_mappings WHERE srvname = 'skiplock_shards' AND usename = 'public') THEN
         EXECUTE 'CREATE USER MAPPING FOR PUBLIC SERVER skiplock_shards';
     END IF;
