@@ -124,6 +124,9 @@ func TestSQLFilesAreFrozen(t *testing.T) {
 			if name == "install.sql" { // the current install's glue: never frozen
 				continue
 			}
+			if strings.HasPrefix(name, "proxy/") { // the proxy's own set: TestProxySQLFilesAreFrozen
+				continue
+			}
 			frozen := ms.newestFrozen(name, latest)
 			if frozen == "" {
 				problems = append(problems, fmt.Sprintf("sql/%s has no frozen copy in migrations/snapshots", name))

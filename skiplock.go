@@ -69,6 +69,12 @@ func Migrate(ctx context.Context, conn *pgx.Conn, opts *MigrateOpts) error {
 // migrateFS is Migrate with the migration set as a parameter, so tests can replay an older
 // set (such as the migrations as they were in git history) the same way.
 func migrateFS(ctx context.Context, conn *pgx.Conn, opts *MigrateOpts, migrations fs.FS) error {
+	return migrateSet(ctx, conn, opts, migrations, VersionTable)
+}
+
+// migrateSet applies a migration set that records its version in versionTableName (of the
+// target schema): the shards' set (VersionTable) or the proxy's (ProxyVersionTable).
+func migrateSet(ctx context.Context, conn *pgx.Conn, opts *MigrateOpts, migrations fs.FS, versionTableName string) error {
 	if opts == nil {
 		opts = &MigrateOpts{}
 	}
@@ -102,7 +108,7 @@ func migrateFS(ctx context.Context, conn *pgx.Conn, opts *MigrateOpts, migration
 		}
 	}
 
-	versionTable := pgx.Identifier{schema, VersionTable}.Sanitize()
+	versionTable := pgx.Identifier{schema, versionTableName}.Sanitize()
 	m, err := migrate.NewMigrator(ctx, mconn, versionTable)
 	if err != nil {
 		return fmt.Errorf("failed to prepare migrator: %w", err)
@@ -153,14 +159,20 @@ type InstallSQLOpts struct {
 // Migrate does: it applies the migrations after FromVersion in one transaction and records
 // the version in VersionTable, so Migrate and the tern CLI can carry on from it later.
 func InstallSQL(opts *InstallSQLOpts) (string, error) {
+	return installSQLSet(opts, Migrations(), VersionTable, "skiplock sql", "")
+}
+
+// installSQLSet is InstallSQL for a migration set recording its version in versionTable;
+// tool names the command that prints it, and tail is SQL run before the COMMIT.
+func installSQLSet(opts *InstallSQLOpts, migrations fs.FS, versionTable, tool, tail string) (string, error) {
 	if opts == nil {
 		opts = &InstallSQLOpts{}
 	}
-	m, err := migrate.NewMigrator(context.Background(), nil, VersionTable)
+	m, err := migrate.NewMigrator(context.Background(), nil, versionTable)
 	if err != nil {
 		return "", fmt.Errorf("failed to prepare migrator: %w", err)
 	}
-	if err := m.LoadMigrations(Migrations()); err != nil {
+	if err := m.LoadMigrations(migrations); err != nil {
 		return "", fmt.Errorf("failed to load migrations: %w", err)
 	}
 	latest := int32(len(m.Migrations))
@@ -170,9 +182,9 @@ func InstallSQL(opts *InstallSQLOpts) (string, error) {
 
 	var b strings.Builder
 	if opts.FromVersion == latest {
-		fmt.Fprintf(&b, "-- skiplock install script: version %d is the latest; nothing to apply (printed by `skiplock sql`).\n", latest)
+		fmt.Fprintf(&b, "-- skiplock install script: version %d is the latest; nothing to apply (printed by `%s`).\n", latest, tool)
 	} else {
-		fmt.Fprintf(&b, "-- skiplock install script: migrations %d to %d (printed by `skiplock sql`).\n", opts.FromVersion+1, latest)
+		fmt.Fprintf(&b, "-- skiplock install script: migrations %d to %d (printed by `%s`).\n", opts.FromVersion+1, latest, tool)
 	}
 	b.WriteString("-- Run it as one transaction, e.g. psql -v ON_ERROR_STOP=1 -f install.sql\n")
 	b.WriteString("BEGIN;\n")
@@ -182,8 +194,8 @@ func InstallSQL(opts *InstallSQLOpts) (string, error) {
 		fmt.Fprintf(&b, "CREATE SCHEMA IF NOT EXISTS %s;\nSET LOCAL search_path TO %s;\n", s, s)
 	}
 	// The same version table tern creates, so the tern CLI and Migrate can continue from here.
-	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s(version int4 not null);\n", VersionTable)
-	fmt.Fprintf(&b, "INSERT INTO %[1]s(version) SELECT 0 WHERE NOT EXISTS (SELECT FROM %[1]s);\n", VersionTable)
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s(version int4 not null);\n", versionTable)
+	fmt.Fprintf(&b, "INSERT INTO %[1]s(version) SELECT 0 WHERE NOT EXISTS (SELECT FROM %[1]s);\n", versionTable)
 	fmt.Fprintf(&b, `DO $skiplock$
 BEGIN
     IF (SELECT version FROM %[1]s) <> %[2]d THEN
@@ -192,10 +204,12 @@ BEGIN
     END IF;
 END;
 $skiplock$;
-`, VersionTable, opts.FromVersion)
+`, versionTable, opts.FromVersion)
 	for _, mig := range m.Migrations[opts.FromVersion:] {
 		fmt.Fprintf(&b, "\n-- migration %s\n%s\n", mig.Name, strings.TrimSpace(mig.UpSQL))
 	}
-	fmt.Fprintf(&b, "\nUPDATE %s SET version = %d;\nCOMMIT;\n", VersionTable, latest)
+	fmt.Fprintf(&b, "\nUPDATE %s SET version = %d;\n", versionTable, latest)
+	b.WriteString(tail)
+	b.WriteString("COMMIT;\n")
 	return b.String(), nil
 }

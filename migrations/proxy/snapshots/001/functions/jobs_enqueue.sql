@@ -1,0 +1,32 @@
+-- jobs_enqueue (proxy): adds a job on its queue's shard and returns its id.
+--
+-- Promises: the shard's jobs_enqueue with the same arguments, run on the queue's shard
+--           (_jobs_proxy_queue_shard, which pins a new queue to a shard in jobs_proxy_queues),
+--           so a queue's jobs, unique keys and limits all live on one shard. The id carries
+--           that shard's number (id % 1024), so every later call for the job finds it. The
+--           enqueue commits on the shard in a transaction of its own, whatever becomes of the
+--           caller's transaction on the proxy: it is not atomic with the caller's other
+--           writes (docs/scaling.md, "What changes"). Defaults (run_at now()) are evaluated
+--           on the proxy.
+-- Locks:    as the shard's jobs_enqueue; on the proxy, a new queue's jobs_proxy_queues row.
+-- States:   creates a queued job on the shard.
+-- Errors:   the shard's errors; when the shard is down, PL/Proxy's connection error naming
+--           the shard's partition and connection string.
+CREATE OR REPLACE FUNCTION jobs_enqueue(
+    kind         text,
+    payload      jsonb       DEFAULT '{}',
+    queue        text        DEFAULT 'default',
+    run_at       timestamptz DEFAULT now(),
+    priority     integer     DEFAULT 0,
+    max_attempts integer     DEFAULT 5,
+    unique_key      text        DEFAULT NULL,
+    concurrency_key text        DEFAULT NULL,
+    meta            jsonb       DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plproxy
+SET search_path FROM CURRENT
+AS $$
+    CLUSTER 'skiplock_shards';
+    RUN ON _jobs_proxy_queue_shard('jobs_enqueue', queue, true);
+$$;
