@@ -73,10 +73,10 @@ type EnqueueOpts struct {
 	// *pgxpool.Pool. PostgreSQL makes the commits of notifying transactions go one at a
 	// time (a cluster-wide lock held across the WAL flush), so the first such enqueue of a
 	// queue notifies inline and opens a window of NotifyCooldown; the enqueues of that
-	// queue inside the window pass notify => false, and when it ends, once they have
-	// returned, the process sends one jobs_notify for the queue in a transaction of its own.
-	// An idle worker so starts the job within NotifyCooldown plus two round trips, and a
-	// busy queue gets one notification per NotifyCooldown. The window's length is set by
+	// queue inside the window pass notify => false, and when it ends the process sends one
+	// jobs_notify for the queue, in a transaction of its own, if any of them returned. An
+	// idle worker so hears of the job within NotifyCooldown (and a round trip) of the
+	// enqueue's return, and a busy queue gets one notification per NotifyCooldown. The window's length is set by
 	// the enqueue that opens it. Ignored for a pgx.Tx or *pgx.Conn (they notify inline) and
 	// for jobs not ready now. -1 means this enqueue notifies inline and opens no window.
 	// Defaults to NotifyCooldownDefault.
