@@ -18,10 +18,10 @@ const NotifyCooldownDefault = 2 * time.Millisecond
 // transaction that called NOTIFY and holds it across the WAL flush, so enqueues that each
 // notify commit one at a time (docs/performance.md). The driver therefore lets one enqueue
 // per queue and cooldown window notify inline and passes notify => false to the others;
-// when a window ends, it sends one jobs_notify for the queue, in a transaction of its own,
-// if a skipped enqueue returned (and so committed) since the last notification. An idle
-// worker so hears about every job within the cooldown (plus one round trip) of its
-// enqueue's return.
+// once they return (and so have committed) it sends jobs_notify for the queue, in a
+// transaction of its own, at once if no notification went out within the cooldown, else
+// when the window ends. An idle worker so hears about every job within the cooldown (plus
+// one round trip) of its enqueue's return.
 //
 // Only enqueues whose commit the driver performs take part: those given a *pgxpool.Pool.
 // A pgx.Tx commits when its owner says so, after the enqueue returns, so a window could end
@@ -42,16 +42,18 @@ type notifyKey struct {
 	queue string
 }
 
-// queueNotify is one queue's throttle. While a window is open, enqueues skip the
+// queueNotify is one queue's throttle; while it exists, the queue's enqueues skip the
 // notification. A skipped enqueue's commit happened before it returned, so any notification
-// sent after its return covers its job: the window that is open when it returns sends one
-// at its end. A window that ends with skipped enqueues outstanding or covered is followed
-// at once by the next, so the queue always has an open window while it needs one.
+// sent after its return covers its job. Notifications are at least a cooldown apart: each
+// opens a window, and an enqueue that returns inside one is covered by the notification
+// sent when the window ends. A window that ends with nothing to send while skipped enqueues
+// are still running leaves the queue idle: the next of them to return sends at once.
 type queueNotify struct {
-	cooldown time.Duration // of the window being open, set by the enqueue that opened it
-	open     bool          // a window is open: its timer is armed
+	key      notifyKey
+	cooldown time.Duration // set by the enqueue that notified inline first
+	idle     bool          // no window is open: the next return sends at once
 	inflight int           // skipped enqueues that have not returned
-	pending  bool          // a skipped enqueue returned since the last notification was sent
+	pending  bool          // a skipped enqueue returned inside the open window
 }
 
 // processNotifyThrottle is the throttle of every Enqueue and EnqueueMany of this process.
@@ -76,7 +78,7 @@ func (t *notifyThrottle) skip(pool *pgxpool.Pool, queues []string, cooldowns []t
 	defer t.mu.Unlock()
 	all := true
 	for i, q := range queues {
-		if st := t.queues[notifyKey{pool, q}]; cooldowns[i] < 0 || st == nil || !st.open {
+		if cooldowns[i] < 0 || t.queues[notifyKey{pool, q}] == nil {
 			all = false
 			break
 		}
@@ -94,26 +96,22 @@ func (t *notifyThrottle) skip(pool *pgxpool.Pool, queues []string, cooldowns []t
 		if cooldowns[i] < 0 {
 			continue
 		}
+		// A queue that has a throttle keeps it: its own notifications cover the enqueues
+		// it skipped, whatever becomes of this one.
 		k := notifyKey{pool, q}
-		st := t.queues[k]
-		if st == nil {
-			st = &queueNotify{}
+		if t.queues[k] == nil {
+			st := &queueNotify{key: k, cooldown: cooldowns[i]}
 			t.queues[k] = st
-		}
-		// A queue whose window is open keeps it: the window's own notification covers the
-		// enqueues it skipped, whatever becomes of this one.
-		if !st.open {
-			st.cooldown = cooldowns[i]
-			t.open(k, st)
+			t.open(st)
 		}
 	}
 	return nil, false
 }
 
-// open arms the timer of a new window of k. Callers hold t.mu.
-func (t *notifyThrottle) open(k notifyKey, st *queueNotify) {
-	st.open = true
-	time.AfterFunc(st.cooldown, func() { t.end(k, st) })
+// open arms the timer of a new window. Callers hold t.mu.
+func (t *notifyThrottle) open(st *queueNotify) {
+	st.idle = false
+	time.AfterFunc(st.cooldown, func() { t.end(st) })
 }
 
 // done records that an enqueue that skipped its notification returned.
@@ -124,27 +122,30 @@ func (t *notifyThrottle) done(joined []*queueNotify) {
 		st.inflight--
 		// Even a failed call may have committed (the connection can break after the
 		// commit), and a needless notification costs one wake-up.
-		st.pending = true
+		if st.idle {
+			go t.send(st.key.pool, st.key.queue)
+			t.open(st)
+		} else {
+			st.pending = true
+		}
 	}
 }
 
 // end is a window's timer: it sends the queue's notification if a skipped enqueue returned
-// since the last one, and keeps a window open while skipped enqueues are still running or
-// were just covered (the queue is busy: its next enqueues skip too). A quiet queue's state
-// is dropped, and its next enqueue notifies inline.
-func (t *notifyThrottle) end(k notifyKey, st *queueNotify) {
+// inside the window, which opens the next window. Otherwise the queue goes idle while
+// skipped enqueues are still running, and a quiet queue's throttle is dropped: its next
+// enqueue notifies inline.
+func (t *notifyThrottle) end(st *queueNotify) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	sent := st.pending
-	if sent {
-		st.pending = false
-		go t.send(k.pool, k.queue)
-	}
 	switch {
-	case sent || st.inflight > 0:
-		t.open(k, st)
+	case st.pending:
+		st.pending = false
+		go t.send(st.key.pool, st.key.queue)
+		t.open(st)
+	case st.inflight > 0:
+		st.idle = true
 	default:
-		st.open = false
-		delete(t.queues, k)
+		delete(t.queues, st.key)
 	}
 }
