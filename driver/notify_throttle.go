@@ -10,7 +10,7 @@ import (
 
 // NotifyCooldownDefault is how long, after an enqueue through a *pgxpool.Pool wakes the
 // workers of a queue, further enqueues of that queue from this process send no notification
-// of their own; one standalone notification at the end of the window covers them. See
+// of their own; standalone notifications, at most one per cooldown, cover them. See
 // [EnqueueOpts].NotifyCooldown.
 const NotifyCooldownDefault = 2 * time.Millisecond
 
@@ -33,8 +33,6 @@ const NotifyCooldownDefault = 2 * time.Millisecond
 type notifyThrottle struct {
 	mu     sync.Mutex
 	queues map[notifyKey]*queueNotify
-	// send sends the standalone notification of a window; replaced by tests to count.
-	send func(pool *pgxpool.Pool, queue string)
 }
 
 type notifyKey struct {
@@ -57,7 +55,7 @@ type queueNotify struct {
 }
 
 // processNotifyThrottle is the throttle of every Enqueue and EnqueueMany of this process.
-var processNotifyThrottle = &notifyThrottle{queues: map[notifyKey]*queueNotify{}, send: sendJobsNotify}
+var processNotifyThrottle = &notifyThrottle{queues: map[notifyKey]*queueNotify{}}
 
 // sendJobsNotify wakes the workers of queue in a transaction of its own. A failure is not
 // reported to anyone (the enqueues it covers have returned): the workers' poll finds the
@@ -123,7 +121,7 @@ func (t *notifyThrottle) done(joined []*queueNotify) {
 		// Even a failed call may have committed (the connection can break after the
 		// commit), and a needless notification costs one wake-up.
 		if st.idle {
-			go t.send(st.key.pool, st.key.queue)
+			go sendJobsNotify(st.key.pool, st.key.queue)
 			t.open(st)
 		} else {
 			st.pending = true
@@ -141,7 +139,7 @@ func (t *notifyThrottle) end(st *queueNotify) {
 	switch {
 	case st.pending:
 		st.pending = false
-		go t.send(st.key.pool, st.key.queue)
+		go sendJobsNotify(st.key.pool, st.key.queue)
 		t.open(st)
 	case st.inflight > 0:
 		st.idle = true
