@@ -34,6 +34,14 @@
 // the attempt budget, a unique key and a concurrency key (ConcurrencyKey: the jobs of a
 // queue that share it count together against the queue's per-key concurrency limit).
 //
+// PostgreSQL commits transactions that sent a NOTIFY one at a time, so enqueues through a
+// pool share a per-process, per-queue notify throttle: the first enqueue of a queue in a
+// window of EnqueueOpts.NotifyCooldown (NotifyCooldownDefault, 2ms) wakes the workers
+// itself, the others skip the notification, and once they have returned a jobs_notify of
+// their own follows, at most one per cooldown. An idle worker still starts every job within
+// the cooldown and a round trip or two. Enqueues through a pgx.Tx or a connection notify
+// inline.
+//
 // # Handlers
 //
 // [AddHandler] registers a [HandleFunc] for a kind; the handler gets a [Job] whose Payload

@@ -5,16 +5,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Executor runs SQL: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx all are one. Enqueueing
 // through the caller's pgx.Tx makes the job part of that transaction: it exists only if the
 // transaction commits, and workers are woken only then.
+//
+// Enqueues through a *pgxpool.Pool share this process's notify throttle (see
+// [EnqueueOpts].NotifyCooldown): the driver commits them itself, so it can wake the workers
+// of a queue once per cooldown rather than at every commit. Enqueues through a pgx.Tx or a
+// *pgx.Conn (or any other Executor) always notify inline, in the caller's transaction: the
+// driver does not see when a pgx.Tx commits, and cannot use a *pgx.Conn from another
+// goroutine to send a deferred notification.
 type Executor interface {
 	Exec(ctx context.Context, sql string, arguments ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -59,6 +68,19 @@ type EnqueueOpts struct {
 	// meta, a JSON object of strings): the OpenTelemetry package (contrib/otel) keeps the
 	// trace context there. The worker sees it as JobRow.Meta. Defaults to nil (NULL).
 	Meta map[string]string
+
+	// NotifyCooldown throttles the wake-ups of the job's queue when db is a
+	// *pgxpool.Pool. PostgreSQL makes the commits of notifying transactions go one at a
+	// time (a cluster-wide lock held across the WAL flush), so the first such enqueue of a
+	// queue notifies inline and opens a window of NotifyCooldown; the enqueues of that
+	// queue inside the window pass notify => false, and when it ends the process sends one
+	// jobs_notify for the queue, in a transaction of its own, if any of them returned. An
+	// idle worker so hears of the job within NotifyCooldown (and a round trip) of the
+	// enqueue's return, and a busy queue gets one notification per NotifyCooldown. The window's length is set by
+	// the enqueue that opens it. Ignored for a pgx.Tx or *pgx.Conn (they notify inline) and
+	// for jobs not ready now. -1 means this enqueue notifies inline and opens no window.
+	// Defaults to NotifyCooldownDefault.
+	NotifyCooldown time.Duration
 }
 
 // EnqueueParams is one job of [EnqueueMany].
@@ -77,15 +99,23 @@ type EnqueueParams struct {
 // Enqueue adds a job of the given kind and returns its id (with a UniqueKey held by a live
 // job, that job's id). Pass the caller's pgx.Tx as db to enqueue atomically with the
 // caller's own writes. Workers are woken (NOTIFY jobs_ready) when the job is ready now and
-// db's transaction commits. Bad options give an *InvalidError naming the field.
+// db's transaction commits, or through a *pgxpool.Pool within the queue's NotifyCooldown.
+// Bad options give an *InvalidError naming the field.
 func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *EnqueueOpts) (int64, error) {
 	a, err := enqueueArgs(kind, payload, opts, "")
 	if err != nil {
 		return 0, err
 	}
+	notify := true
+	if pool, ok := db.(*pgxpool.Pool); ok && a.readyNow() {
+		if joined, skip := processNotifyThrottle.skip(pool, []string{a.queue}, []time.Duration{a.notifyCooldown}); skip {
+			notify = false
+			defer processNotifyThrottle.done(joined)
+		}
+	}
 	var id int64
 	if err := db.QueryRow(ctx, enqueueSQL, a.kind, a.payload, a.queue, a.runAt, a.delay, a.priority,
-		a.maxAttempts, a.uniqueKey, a.concurrencyKey, []byte(a.meta)).Scan(&id); err != nil {
+		a.maxAttempts, a.uniqueKey, a.concurrencyKey, []byte(a.meta), notify).Scan(&id); err != nil {
 		return 0, fmt.Errorf("failed to enqueue job: %w", sqlInvalid(err))
 	}
 	return id, nil
@@ -93,8 +123,10 @@ func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *E
 
 // EnqueueMany adds many jobs in one round trip (one jobs_enqueue_many call, at most 100000
 // jobs) and returns their ids in the order of jobs. It is all or nothing: one bad job fails
-// the call and adds none. Workers get one wake-up per queue. Pass the caller's pgx.Tx as db
-// to enqueue atomically with the caller's own writes.
+// the call and adds none. Workers get one wake-up per queue (through a *pgxpool.Pool, the
+// call notifies inline unless every queue with a job ready now has a notify window open,
+// as for [Enqueue]). Pass the caller's pgx.Tx as db to enqueue atomically with the caller's
+// own writes.
 func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int64, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -111,6 +143,9 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 	concurrencyKeys := make([]*string, n)
 	metas := make([]json.RawMessage, n)
 	var anyQueue, anyTime, anyPriority, anyMaxAttempts, anyKey, anyConcurrencyKey, anyMeta bool
+	pool, throttled := db.(*pgxpool.Pool)
+	var readyQueues []string           // distinct queues with a job ready now, for the throttle
+	var readyCooldowns []time.Duration // each one's NotifyCooldown (-1 if any job's is)
 	for i := range jobs {
 		a, err := enqueueArgs(jobs[i].Kind, jobs[i].Payload, jobs[i].Opts, "EnqueueParams["+strconv.Itoa(i)+"].")
 		if err != nil {
@@ -126,9 +161,25 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 		anyKey = anyKey || a.uniqueKey != nil
 		anyConcurrencyKey = anyConcurrencyKey || a.concurrencyKey != nil
 		anyMeta = anyMeta || a.meta != nil
+		if throttled && a.readyNow() {
+			j := slices.Index(readyQueues, a.queue)
+			if j < 0 {
+				readyQueues = append(readyQueues, a.queue)
+				readyCooldowns = append(readyCooldowns, a.notifyCooldown)
+			} else if a.notifyCooldown < 0 {
+				readyCooldowns[j] = a.notifyCooldown
+			}
+		}
+	}
+	notify := true
+	if len(readyQueues) > 0 {
+		if joined, skip := processNotifyThrottle.skip(pool, readyQueues, readyCooldowns); skip {
+			notify = false
+			defer processNotifyThrottle.done(joined)
+		}
 	}
 	// A NULL array means the default for every job, and spares sending it.
-	args := []any{kinds, payloads, nil, nil, nil, nil, nil, nil, nil, nil}
+	args := []any{kinds, payloads, nil, nil, nil, nil, nil, nil, nil, nil, notify}
 	if anyQueue {
 		args[2] = queues
 	}
@@ -183,6 +234,18 @@ type enqueueArgValues struct {
 	concurrencyKey *string
 	// meta is Meta as JSON, nil for none.
 	meta json.RawMessage
+	// notifyCooldown is NotifyCooldown with its default applied (-1: no throttle).
+	notifyCooldown time.Duration
+}
+
+// readyNow reports whether the job is due at once by this process's clock, so that its
+// enqueue would NOTIFY. A job due later notifies no one (the SQL decides by the database's
+// clock), so it passes notify => true and takes no part in the throttle.
+func (a *enqueueArgValues) readyNow() bool {
+	if a.runAt != nil {
+		return !a.runAt.After(time.Now())
+	}
+	return a.delay == 0
 }
 
 // enqueueArgs checks what the SQL cannot see (Go types and the options' combinations) and
@@ -239,6 +302,14 @@ func enqueueArgs(kind string, payload any, opts *EnqueueOpts, prefix string) (en
 	if opts.ConcurrencyKey != "" {
 		k := opts.ConcurrencyKey
 		a.concurrencyKey = &k
+	}
+	switch {
+	case opts.NotifyCooldown == 0:
+		a.notifyCooldown = NotifyCooldownDefault
+	case opts.NotifyCooldown < -1:
+		return a, invalid("EnqueueOpts.NotifyCooldown", "must not be negative except -1 (no throttle), got %s", opts.NotifyCooldown)
+	default:
+		a.notifyCooldown = opts.NotifyCooldown
 	}
 	if opts.Meta != nil {
 		b, err := json.Marshal(opts.Meta)

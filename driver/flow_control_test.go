@@ -37,7 +37,9 @@ func TestPausedQueueIdlesAndResumeWakes(t *testing.T) {
 	}
 	const n = 5
 	for range n {
-		mustEnqueue(t, b.pool, "noop", nil, nil) // each notifies the paused queue's loop
+		// Each notifies the paused queue's loop before it returns (NotifyCooldown -1: not
+		// a deferred notification of the throttle, which could come after the sleep below).
+		mustEnqueue(t, b.pool, "noop", nil, &driver.EnqueueOpts{NotifyCooldown: -1})
 	}
 	time.Sleep(100 * time.Millisecond) // the wake-ups arrive and their claims come back empty
 	before := claims.n.Load()

@@ -7,20 +7,24 @@ package driver
 // it once the job has moved on: that is what makes retrying any of them safe.
 
 // enqueueSQL calls jobs_enqueue(kind, payload, queue, run_at, priority, max_attempts,
-// unique_key, concurrency_key, meta) for [Enqueue]. run_at is RunAt when given, else now() + Delay by the
+// unique_key, concurrency_key, meta, notify) for [Enqueue]. run_at is RunAt when given, else now() + Delay by the
 // database's clock. Relies on: the new job's id, or the live job's id for a unique key
 // already taken.
-const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8, $9, $10::jsonb)`
+const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8, $9, $10::jsonb, $11)`
 
 // enqueueManySQL calls jobs_enqueue_many(kinds, payloads, queues, run_ats, priorities,
-// max_attempts, unique_keys, concurrency_keys, metas) for [EnqueueMany]. Each job's run_at is computed in the
+// max_attempts, unique_keys, concurrency_keys, metas, notify) for [EnqueueMany]. Each job's run_at is computed in the
 // database, so Delay follows the database's clock; with no RunAt or Delay at all both arrays
 // are NULL and so is run_ats (every job ready now). A NULL array means the default for every
 // job. Relies on: one id per input job, in input order; all or nothing.
 const enqueueManySQL = `SELECT id FROM jobs_enqueue_many($1::text[], $2::jsonb[], $3::text[],
     (SELECT array_agg(coalesce(t.run_at, now() + t.delay) ORDER BY t.ord)
      FROM unnest($4::timestamptz[], $5::interval[]) WITH ORDINALITY AS t(run_at, delay, ord)),
-    $6::integer[], $7::integer[], $8::text[], $9::text[], $10::jsonb[]) AS t(id)`
+    $6::integer[], $7::integer[], $8::text[], $9::text[], $10::jsonb[], $11::boolean) AS t(id)`
+
+// notifySQL calls jobs_notify(queue): the notify throttle's wake-up for the enqueues of a
+// cooldown window that passed notify => false (notify_throttle.go), sent after they returned.
+const notifySQL = `SELECT jobs_notify($1)`
 
 // claimSQL calls jobs_claim(worker, max_jobs, queues, lease) for a fetch loop. Relies on:
 // at most max_jobs rows, each a job now running at the returned attempt and leased to worker

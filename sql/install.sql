@@ -14,6 +14,7 @@
 {{ template "functions/jobs_backoff.sql" . }}
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
+{{ template "functions/jobs_notify.sql" . }}
 {{ template "functions/_jobs_claim_limited.sql" . }}
 {{ template "functions/jobs_claim.sql" . }}
 {{ template "functions/jobs_complete.sql" . }}

@@ -1184,7 +1184,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) IS 'skiplock: deletes up to max_jobs finished jobs matching the filters (default: done, dead, cancelled); skips locked rows; returns the count.';
 
-CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, meta jsonb DEFAULT NULL::jsonb) RETURNS bigint
+CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, meta jsonb DEFAULT NULL::jsonb, notify boolean DEFAULT true) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -1220,6 +1220,9 @@ BEGIN
     IF jsonb_typeof(jobs_enqueue.meta) <> 'object' THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'meta', 'must be NULL or a JSON object');
     END IF;
+    IF jobs_enqueue.notify IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'notify', 'must not be NULL');
+    END IF;
 
     IF jobs_enqueue.unique_key IS NULL THEN
         INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key, meta)
@@ -1252,16 +1255,16 @@ BEGIN
         END LOOP;
     END IF;
 
-    IF jobs_enqueue.run_at <= now() THEN
+    IF jobs_enqueue.notify AND jobs_enqueue.run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', jobs_enqueue.queue);
     END IF;
     RETURN v_id;
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
+COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
 
-CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[], concurrency_keys text[] DEFAULT NULL::text[], metas jsonb[] DEFAULT NULL::jsonb[]) RETURNS SETOF bigint
+CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[], concurrency_keys text[] DEFAULT NULL::text[], metas jsonb[] DEFAULT NULL::jsonb[], notify boolean DEFAULT true) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -1287,6 +1290,9 @@ DECLARE
 BEGIN
     IF v_n IS NULL THEN
         PERFORM _jobs_invalid('jobs_enqueue_many', 'kinds', 'must not be NULL');
+    END IF;
+    IF jobs_enqueue_many.notify IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue_many', 'notify', 'must not be NULL');
     END IF;
     IF v_n > 100000 THEN
         PERFORM _jobs_invalid('jobs_enqueue_many', 'kinds', 'must have at most 100000 elements');
@@ -1482,12 +1488,13 @@ BEGIN
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM (SELECT DISTINCT t.queue
           FROM unnest(v_queues, v_run_ats, v_ids, v_drawn) AS t(queue, run_at, id, drawn)
-          WHERE t.run_at <= now()
+          WHERE jobs_enqueue_many.notify
+            AND t.run_at <= now()
             AND t.id IS NOT DISTINCT FROM t.drawn) AS q;
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[]) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
+COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
 
 CREATE FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS skiplock.jobs_state
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2070,6 +2077,21 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock.jobs_next_start(queue text) IS 'skiplock: when a rate-limited queue may start its next job (NULL: no rate limit); workers sleep until then.';
+
+CREATE FUNCTION skiplock.jobs_notify(queue text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_notify.queue IS NULL OR jobs_notify.queue = '' OR octet_length(jobs_notify.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_notify', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    PERFORM pg_notify('jobs_ready', jobs_notify.queue);
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_notify(queue text) IS 'skiplock: wakes the workers of a queue (NOTIFY jobs_ready at commit), for jobs enqueued with notify => false.';
 
 CREATE FUNCTION skiplock.jobs_pause(queue text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2994,11 +3016,11 @@ GRANT ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with ti
 REVOKE ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb) TO jobs_producer;
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean) TO jobs_producer;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[]) TO jobs_producer;
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean) TO jobs_producer;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) TO jobs_worker;
@@ -3031,6 +3053,9 @@ GRANT ALL ON FUNCTION skiplock.jobs_metrics() TO jobs_admin;
 REVOKE ALL ON FUNCTION skiplock.jobs_next_start(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_next_start(queue text) TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_next_start(queue text) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_notify(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_notify(queue text) TO jobs_producer;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_pause(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_pause(queue text) TO jobs_admin;

@@ -13,13 +13,19 @@
 --           meta: a JSON object stored with the job for tools, not for the handler (the
 --           OpenTelemetry package keeps the W3C traceparent there); jobs_claim and jobs_get
 --           return it. NULL by default.
+--           notify: false sends no NOTIFY at all, so the caller's commit skips PostgreSQL's
+--           cluster-wide NOTIFY lock (held across the WAL flush, it makes notifying commits
+--           go one at a time). Only for a caller that makes sure a worker hears about the job
+--           another way (a jobs_notify after its commit, as the Go driver's throttle does);
+--           otherwise an idle worker finds the job only at its next poll. Default true.
 -- Locks:    inserts one row; with unique_key, may briefly wait on a concurrent insert.
 -- States:   new job in queued.
 -- Time:     now() (transaction start) is the default run_at and decides readiness.
 -- Errors:   22023 when kind or queue is NULL, empty or longer than 200 bytes, unique_key is
 --           empty or longer than 200 bytes, payload is NULL, run_at is NULL or infinite,
 --           priority is NULL, max_attempts is NULL or < 1, or concurrency_key is empty or
---           longer than 200 bytes, or meta is not NULL and not a JSON object.
+--           longer than 200 bytes, or meta is not NULL and not a JSON object, or notify is
+--           NULL.
 CREATE OR REPLACE FUNCTION jobs_enqueue(
     kind         text,
     payload      jsonb       DEFAULT '{}',
@@ -29,7 +35,8 @@ CREATE OR REPLACE FUNCTION jobs_enqueue(
     max_attempts integer     DEFAULT 5,
     unique_key      text        DEFAULT NULL,
     concurrency_key text        DEFAULT NULL,
-    meta            jsonb       DEFAULT NULL
+    meta            jsonb       DEFAULT NULL,
+    notify          boolean     DEFAULT true
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -68,6 +75,9 @@ BEGIN
     IF jsonb_typeof(jobs_enqueue.meta) <> 'object' THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'meta', 'must be NULL or a JSON object');
     END IF;
+    IF jobs_enqueue.notify IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'notify', 'must not be NULL');
+    END IF;
 
     IF jobs_enqueue.unique_key IS NULL THEN
         INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key, meta)
@@ -100,12 +110,12 @@ BEGIN
         END LOOP;
     END IF;
 
-    IF jobs_enqueue.run_at <= now() THEN
+    IF jobs_enqueue.notify AND jobs_enqueue.run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', jobs_enqueue.queue);
     END IF;
     RETURN v_id;
 END;
 $$;
 
-COMMENT ON FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb) IS
+COMMENT ON FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean) IS
     'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';

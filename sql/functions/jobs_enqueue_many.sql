@@ -8,7 +8,9 @@
 --           Row i of the result is the id for input i: a new job, or the live job that
 --           already holds its queue and unique_key (also when an earlier element of the same
 --           call took the key).
---           One NOTIFY on jobs_ready per distinct queue that got a new job ready now.
+--           One NOTIFY on jobs_ready per distinct queue that got a new job ready now; none
+--           at all with notify => false (see jobs_enqueue: only for a caller that makes sure
+--           a worker hears about the jobs another way, such as jobs_notify after commit).
 --           All or nothing: a bad element raises and inserts no job of the call.
 -- Locks:    inserts rows; with unique_keys, may briefly wait on concurrent inserts of a key
 --           (keys are inserted in (queue, unique_key) order, so two batches cannot deadlock).
@@ -17,7 +19,8 @@
 -- Errors:   22023 naming the parameter and element, e.g. 'kinds[3] must be ...', for the
 --           same bad values jobs_enqueue rejects, for multidimensional arrays, for arrays
 --           whose length differs from kinds, and for more than 100000 jobs in one call.
---           Arrays may start at any index; element order is what counts.
+--           Arrays may start at any index; element order is what counts. 22023 when notify
+--           is NULL.
 CREATE OR REPLACE FUNCTION jobs_enqueue_many(
     kinds         text[],
     payloads      jsonb[]       DEFAULT NULL,
@@ -27,7 +30,8 @@ CREATE OR REPLACE FUNCTION jobs_enqueue_many(
     max_attempts  integer[]     DEFAULT NULL,
     unique_keys   text[]        DEFAULT NULL,
     concurrency_keys text[]     DEFAULT NULL,
-    metas         jsonb[]       DEFAULT NULL
+    metas         jsonb[]       DEFAULT NULL,
+    notify        boolean       DEFAULT true
 )
 RETURNS SETOF bigint
 LANGUAGE plpgsql
@@ -56,6 +60,9 @@ DECLARE
 BEGIN
     IF v_n IS NULL THEN
         PERFORM _jobs_invalid('jobs_enqueue_many', 'kinds', 'must not be NULL');
+    END IF;
+    IF jobs_enqueue_many.notify IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue_many', 'notify', 'must not be NULL');
     END IF;
     IF v_n > 100000 THEN
         PERFORM _jobs_invalid('jobs_enqueue_many', 'kinds', 'must have at most 100000 elements');
@@ -251,10 +258,11 @@ BEGIN
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM (SELECT DISTINCT t.queue
           FROM unnest(v_queues, v_run_ats, v_ids, v_drawn) AS t(queue, run_at, id, drawn)
-          WHERE t.run_at <= now()
+          WHERE jobs_enqueue_many.notify
+            AND t.run_at <= now()
             AND t.id IS NOT DISTINCT FROM t.drawn) AS q;
 END;
 $$;
 
-COMMENT ON FUNCTION jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[]) IS
+COMMENT ON FUNCTION jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean) IS
     'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';

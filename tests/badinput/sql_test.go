@@ -170,6 +170,9 @@ var publicFuncs = []sqlFunc{
 		{name: "priority", typ: "integer", valid: "0"},
 		{name: "max_attempts", typ: "integer", valid: "5"},
 		{name: "unique_key", typ: "text", valid: "'fresh'", nullable: true},
+		{name: "concurrency_key", typ: "text", valid: "'ck'", nullable: true},
+		{name: "meta", typ: "jsonb", valid: `'{"m": "1"}'`, nullable: true},
+		{name: "notify", typ: "boolean", valid: "false"},
 	}},
 	{"jobs_enqueue_many", []sqlParam{
 		{name: "kinds", typ: "text[]", valid: "ARRAY['a', 'b']",
@@ -186,6 +189,11 @@ var publicFuncs = []sqlFunc{
 			nullElem: "ARRAY[3, NULL]", nullElemParam: "max_attempts[2]"},
 		{name: "unique_keys", typ: "text[]", valid: "ARRAY['x', 'y']", nullable: true,
 			nullElem: "ARRAY['x', NULL]"},
+		{name: "concurrency_keys", typ: "text[]", valid: "ARRAY['c', 'd']", nullable: true,
+			nullElem: "ARRAY['c', NULL]"},
+		{name: "metas", typ: "jsonb[]", valid: `ARRAY['{}', '{"m": "1"}']::jsonb[]`, nullable: true,
+			nullElem: `ARRAY['{}', NULL]::jsonb[]`},
+		{name: "notify", typ: "boolean", valid: "false"},
 	}},
 	{"jobs_claim", []sqlParam{
 		{name: "worker", typ: "text", valid: "'w2'"},

@@ -95,6 +95,40 @@ func TestNotify(t *testing.T) {
 		requirePayloads(t, l.drain(t, b))
 	})
 
+	t.Run("NotifyFalseIsSilent", func(t *testing.T) {
+		// notify => false sends nothing, for one job and for many; the default (and an
+		// explicit true) sends one notification per queue; jobs_notify sends one.
+		t.Parallel()
+		b := setup(t)
+		l := listen(t, b)
+		enqueue(t, b.Conn, "queue => 'q', notify => false")
+		mustExec(t, b.Conn, "SELECT jobs_enqueue_many(ARRAY['a', 'b'], queues => ARRAY['q', 'r'], notify => false)")
+		requirePayloads(t, l.drain(t, b))
+		if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE queue IN ('q', 'r') AND state = 'queued'"); n != 3 {
+			t.Fatalf("%d jobs queued, want 3: notify => false must still enqueue", n)
+		}
+
+		enqueue(t, b.Conn, "queue => 'q'")
+		requirePayloads(t, l.drain(t, b), "q")
+		enqueue(t, b.Conn, "queue => 'q', notify => true")
+		requirePayloads(t, l.drain(t, b), "q")
+		mustExec(t, b.Conn, "SELECT jobs_enqueue_many(ARRAY['a', 'b', 'c'], queues => ARRAY['q', 'r', 'q'])")
+		requirePayloads(t, l.drain(t, b), "q", "r")
+
+		mustExec(t, b.Conn, "SELECT jobs_notify('q')")
+		requirePayloads(t, l.drain(t, b), "q")
+		// jobs_notify inside a transaction that rolls back wakes no one.
+		tx, err := b.Connect(t).Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, tx, "SELECT jobs_notify('q')")
+		if err := tx.Rollback(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		requirePayloads(t, l.drain(t, b))
+	})
+
 	t.Run("EnqueueManyNotifiesOncePerQueue", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -1,0 +1,149 @@
+package driver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// NotifyCooldownDefault is how long, after an enqueue through a *pgxpool.Pool wakes the
+// workers of a queue, further enqueues of that queue from this process send no notification
+// of their own; standalone notifications, at most one per cooldown, cover them. See
+// [EnqueueOpts].NotifyCooldown.
+const NotifyCooldownDefault = 2 * time.Millisecond
+
+// The notify throttle. PostgreSQL takes one cluster-wide lock at the commit of every
+// transaction that called NOTIFY and holds it across the WAL flush, so enqueues that each
+// notify commit one at a time (docs/performance.md). The driver therefore lets one enqueue
+// per queue and cooldown window notify inline and passes notify => false to the others;
+// once they return (and so have committed) it sends jobs_notify for the queue, in a
+// transaction of its own, at once if no notification went out within the cooldown, else
+// when the window ends. An idle worker so hears about every job within the cooldown (plus
+// one round trip) of its enqueue's return.
+//
+// Only enqueues whose commit the driver performs take part: those given a *pgxpool.Pool.
+// A pgx.Tx commits when its owner says so, after the enqueue returns, so a window could end
+// (and its notification be sent) before the job is visible; a *pgx.Conn cannot be used from
+// the goroutine that sends the window's notification. Both always notify inline.
+
+// notifyThrottle holds the state of every (pool, queue) this process enqueued to whose
+// window is open or whose skipped enqueues have not all been covered by a notification.
+type notifyThrottle struct {
+	mu     sync.Mutex
+	queues map[notifyKey]*queueNotify
+}
+
+type notifyKey struct {
+	pool  *pgxpool.Pool
+	queue string
+}
+
+// queueNotify is one queue's throttle; while it exists, the queue's enqueues skip the
+// notification. A skipped enqueue's commit happened before it returned, so any notification
+// sent after its return covers its job. Notifications are at least a cooldown apart: each
+// opens a window, and an enqueue that returns inside one is covered by the notification
+// sent when the window ends. A window that ends with nothing to send while skipped enqueues
+// are still running leaves the queue idle: the next of them to return sends at once.
+type queueNotify struct {
+	key      notifyKey
+	cooldown time.Duration // set by the enqueue that notified inline first
+	idle     bool          // no window is open: the next return sends at once
+	inflight int           // skipped enqueues that have not returned
+	pending  bool          // a skipped enqueue returned inside the open window
+}
+
+// processNotifyThrottle is the throttle of every Enqueue and EnqueueMany of this process.
+var processNotifyThrottle = &notifyThrottle{queues: map[notifyKey]*queueNotify{}}
+
+// sendJobsNotify wakes the workers of queue in a transaction of its own. A failure is not
+// reported to anyone (the enqueues it covers have returned): the workers' poll finds the
+// jobs then, as it does when a notification is lost.
+func sendJobsNotify(pool *pgxpool.Pool, queue string) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	_, _ = pool.Exec(ctx, notifySQL, queue)
+}
+
+// skip decides whether an enqueue of the given queues (those with a job ready now) may pass
+// notify => false: when every one of them has a window open. Then the enqueue must call
+// done with the returned states once it returns. Otherwise the enqueue notifies inline and
+// opens a window for each queue that has none. cooldowns gives each queue's window length;
+// a negative one makes the enqueue notify inline without opening a window.
+func (t *notifyThrottle) skip(pool *pgxpool.Pool, queues []string, cooldowns []time.Duration) (joined []*queueNotify, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	all := true
+	for i, q := range queues {
+		if cooldowns[i] < 0 || t.queues[notifyKey{pool, q}] == nil {
+			all = false
+			break
+		}
+	}
+	if all {
+		joined = make([]*queueNotify, len(queues))
+		for i, q := range queues {
+			st := t.queues[notifyKey{pool, q}]
+			st.inflight++
+			joined[i] = st
+		}
+		return joined, true
+	}
+	for i, q := range queues {
+		if cooldowns[i] < 0 {
+			continue
+		}
+		// A queue that has a throttle keeps it: its own notifications cover the enqueues
+		// it skipped, whatever becomes of this one.
+		k := notifyKey{pool, q}
+		if t.queues[k] == nil {
+			st := &queueNotify{key: k, cooldown: cooldowns[i]}
+			t.queues[k] = st
+			t.open(st)
+		}
+	}
+	return nil, false
+}
+
+// open arms the timer of a new window. Callers hold t.mu.
+func (t *notifyThrottle) open(st *queueNotify) {
+	st.idle = false
+	time.AfterFunc(st.cooldown, func() { t.end(st) })
+}
+
+// done records that an enqueue that skipped its notification returned.
+func (t *notifyThrottle) done(joined []*queueNotify) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, st := range joined {
+		st.inflight--
+		// Even a failed call may have committed (the connection can break after the
+		// commit), and a needless notification costs one wake-up.
+		if st.idle {
+			go sendJobsNotify(st.key.pool, st.key.queue)
+			t.open(st)
+		} else {
+			st.pending = true
+		}
+	}
+}
+
+// end is a window's timer: it sends the queue's notification if a skipped enqueue returned
+// inside the window, which opens the next window. Otherwise the queue goes idle while
+// skipped enqueues are still running, and a quiet queue's throttle is dropped: its next
+// enqueue notifies inline.
+func (t *notifyThrottle) end(st *queueNotify) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case st.pending:
+		st.pending = false
+		go sendJobsNotify(st.key.pool, st.key.queue)
+		t.open(st)
+	case st.inflight > 0:
+		st.idle = true
+	default:
+		delete(t.queues, st.key)
+	}
+}
