@@ -118,6 +118,7 @@ COMMENT ON TABLE jobs_proxy_queues IS
 {{ template "snapshots/001/functions/jobs_enqueue.sql" . }}
 {{ template "snapshots/001/functions/_jobs_proxy_enqueue_many_on.sql" . }}
 {{ template "snapshots/001/functions/jobs_enqueue_many.sql" . }}
+{{ template "snapshots/001/functions/jobs_notify.sql" . }}
 {{ template "snapshots/001/functions/jobs_claim_on.sql" . }}
 {{ template "snapshots/001/functions/jobs_claim.sql" . }}
 {{ template "snapshots/001/functions/jobs_complete.sql" . }}

@@ -15,6 +15,7 @@
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/_jobs_proxy_enqueue_many_on.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
+{{ template "functions/jobs_notify.sql" . }}
 {{ template "functions/jobs_claim_on.sql" . }}
 {{ template "functions/jobs_claim.sql" . }}
 {{ template "functions/jobs_complete.sql" . }}

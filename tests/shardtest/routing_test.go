@@ -46,6 +46,44 @@ func TestRouting(t *testing.T) {
 		}
 	})
 
+	// The wake-up goes out on the queue's shard, where its workers LISTEN: notify => false
+	// sends none there, jobs_notify through the proxy sends one.
+	t.Run("NotifyOnTheQueuesShard", func(t *testing.T) {
+		q := queues[2]
+		conn, err := s.shards[2].Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		if _, err := conn.Exec(ctx, "LISTEN jobs_ready"); err != nil {
+			t.Fatal(err)
+		}
+		heard := func() string {
+			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			n, err := conn.Conn().WaitForNotification(wctx)
+			if err != nil {
+				return ""
+			}
+			return n.Payload
+		}
+		one[int64](t, p, "SELECT jobs_enqueue('k', queue => $1, notify => false)", q)
+		one[int64](t, p, "SELECT count(*) FROM jobs_enqueue_many(ARRAY['k'], queues => ARRAY[$1], notify => false)", q)
+		if got := heard(); got != "" {
+			t.Fatalf("shard 2 heard %q after enqueues with notify => false through the proxy", got)
+		}
+		if _, err := p.Exec(ctx, "SELECT jobs_notify($1)", q); err != nil {
+			t.Fatal(err)
+		}
+		if got := heard(); got != q {
+			t.Fatalf("shard 2 heard %q after jobs_notify(%q) through the proxy, want the queue's name", got, q)
+		}
+		one[int64](t, p, "SELECT jobs_enqueue('k', queue => $1)", q)
+		if got := heard(); got != q {
+			t.Fatalf("shard 2 heard %q after a default enqueue through the proxy, want %q", got, q)
+		}
+	})
+
 	t.Run("EnqueueManySplitByQueueKeepsOrder", func(t *testing.T) {
 		order := []int{3, 0, 2, 1, 0, 3}
 		kinds := make([]string, len(order))

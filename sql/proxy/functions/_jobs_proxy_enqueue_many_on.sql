@@ -14,7 +14,8 @@ CREATE OR REPLACE FUNCTION _jobs_proxy_enqueue_many_on(
     max_attempts     integer[],
     unique_keys      text[],
     concurrency_keys text[],
-    metas            jsonb[]
+    metas            jsonb[],
+    notify           boolean
 )
 RETURNS SETOF bigint
 LANGUAGE plproxy
@@ -23,8 +24,8 @@ AS $$
     CLUSTER 'skiplock_shards';
     RUN ON _jobs_proxy_check_shard('jobs_enqueue_many', shard);
     SELECT * FROM jobs_enqueue_many(kinds, payloads, queues, run_ats, priorities, max_attempts,
-                                    unique_keys, concurrency_keys, metas);
+                                    unique_keys, concurrency_keys, metas, notify);
 $$;
 
-COMMENT ON FUNCTION _jobs_proxy_enqueue_many_on(integer, text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[]) IS
+COMMENT ON FUNCTION _jobs_proxy_enqueue_many_on(integer, text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean) IS
     'skiplock proxy (private): jobs_enqueue_many on one shard.';

@@ -24,7 +24,8 @@ CREATE OR REPLACE FUNCTION jobs_enqueue_many(
     max_attempts  integer[]     DEFAULT NULL,
     unique_keys   text[]        DEFAULT NULL,
     concurrency_keys text[]     DEFAULT NULL,
-    metas         jsonb[]       DEFAULT NULL
+    metas         jsonb[]       DEFAULT NULL,
+    notify        boolean       DEFAULT true
 )
 RETURNS SETOF bigint
 LANGUAGE plpgsql
@@ -46,7 +47,7 @@ BEGIN
         v_shard := CASE WHEN jobs_enqueue_many.kinds IS NULL THEN 0
                         ELSE _jobs_proxy_queue_shard('jobs_enqueue_many', 'default', true) END;
         RETURN QUERY SELECT * FROM _jobs_proxy_enqueue_many_on(v_shard, kinds, payloads, queues, run_ats,
-            priorities, max_attempts, unique_keys, concurrency_keys, metas);
+            priorities, max_attempts, unique_keys, concurrency_keys, metas, notify);
         RETURN;
     END IF;
     v_n := coalesce(cardinality(kinds), 0);
@@ -90,7 +91,8 @@ BEGIN
             CASE WHEN max_attempts IS NULL THEN NULL ELSE ARRAY(SELECT max_attempts[p] FROM unnest(v_pos) AS p) END,
             CASE WHEN unique_keys IS NULL THEN NULL ELSE ARRAY(SELECT unique_keys[p] FROM unnest(v_pos) AS p) END,
             CASE WHEN concurrency_keys IS NULL THEN NULL ELSE ARRAY(SELECT concurrency_keys[p] FROM unnest(v_pos) AS p) END,
-            CASE WHEN metas IS NULL THEN NULL ELSE ARRAY(SELECT metas[p] FROM unnest(v_pos) AS p) END));
+            CASE WHEN metas IS NULL THEN NULL ELSE ARRAY(SELECT metas[p] FROM unnest(v_pos) AS p) END,
+            notify));
         FOR i IN 1 .. coalesce(cardinality(v_pos), 0) LOOP
             v_out[v_pos[i]] := v_ids[i];
         END LOOP;

@@ -1,6 +1,7 @@
 -- jobs_enqueue (proxy): adds a job on its queue's shard and returns its id.
 --
--- Promises: the shard's jobs_enqueue with the same arguments, run on the queue's shard
+-- Promises: the shard's jobs_enqueue with the same arguments (notify included: the NOTIFY
+--           goes out on the shard, where its workers LISTEN), run on the queue's shard
 --           (_jobs_proxy_queue_shard, which pins a new queue to a shard in jobs_proxy_queues),
 --           so a queue's jobs, unique keys and limits all live on one shard. The id carries
 --           that shard's number (id % 1024), so every later call for the job finds it. The
@@ -21,7 +22,8 @@ CREATE OR REPLACE FUNCTION jobs_enqueue(
     max_attempts integer     DEFAULT 5,
     unique_key      text        DEFAULT NULL,
     concurrency_key text        DEFAULT NULL,
-    meta            jsonb       DEFAULT NULL
+    meta            jsonb       DEFAULT NULL,
+    notify          boolean     DEFAULT true
 )
 RETURNS bigint
 LANGUAGE plproxy
