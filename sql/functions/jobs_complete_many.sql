@@ -4,9 +4,12 @@
 --           job is no longer held at that attempt are left alone and missing from the result.
 --           A duplicate pair counts once. NOTIFYs jobs_ready at commit for each
 --           concurrency-limited queue (jobs_queues) that got slots back.
+--           With jobs_settings.done_retention 0 the completed jobs are deleted instead of
+--           kept as done, as jobs_complete does (see _jobs_completion_deletes).
 -- Locks:    the completed rows, until the caller's transaction ends. Rows are locked in id
 --           order, so two overlapping batches cannot deadlock each other.
--- States:   running -> done; sets finished_at = now(), clears lease_expires_at.
+-- States:   running -> done; sets finished_at = now(), clears lease_expires_at. With
+--           done_retention 0: running -> deleted.
 -- Time:     now() (transaction start).
 -- Errors:   22023 when either array is NULL or multidimensional, their lengths differ, an
 --           element is NULL, or there are more than 100000 pairs.
@@ -17,8 +20,11 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_delete boolean;
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_complete_many', jobs_complete_many.ids, jobs_complete_many.attempts);
+    v_delete := _jobs_completion_deletes();
 
     RETURN QUERY
     -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which its row lock
@@ -37,13 +43,24 @@ BEGIN
               AND j.state = 'running'
             FOR NO KEY UPDATE
         ) AS l
-    ), done AS (
+    ), kept AS (
         UPDATE jobs j
         SET state = 'done',
             finished_at = now(),
             lease_expires_at = NULL
-        WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
+        WHERE NOT v_delete
+          AND j.id = ANY (ARRAY(SELECT held.id FROM held))
         RETURNING j.id, j.queue
+    ), deleted AS (
+        -- done_retention 0: no index entry, one dead row version instead of two.
+        DELETE FROM jobs j
+        WHERE v_delete
+          AND j.id = ANY (ARRAY(SELECT held.id FROM held))
+        RETURNING j.id, j.queue
+    ), done AS (
+        SELECT k.id, k.queue FROM kept k
+        UNION ALL
+        SELECT d.id, d.queue FROM deleted d
     ), woken AS (
         -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
         SELECT pg_notify('jobs_ready', q.queue)
@@ -57,4 +74,4 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobs_complete_many(bigint[], integer[]) IS
-    'skiplock: jobs_complete for many (id, attempt) pairs; returns the ids completed.';
+    'skiplock: jobs_complete for many (id, attempt) pairs (deleted with done_retention 0); returns the ids completed.';
