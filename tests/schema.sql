@@ -1849,7 +1849,26 @@ BEGIN
             END IF;
 
             BEGIN
-                IF v_state = 'done' THEN
+                IF v_state = 'done' AND _jobs_completion_deletes() THEN
+                    -- Done rows only from before completions deleted: the lowest ids. A
+                    -- bounded window, so that a backlog of live jobs is not walked each round.
+                    v_doomed := ARRAY(
+                        SELECT j.id
+                        FROM jobs j
+                        WHERE j.id = ANY (ARRAY(
+                                SELECT w.id
+                                FROM (SELECT j2.id, j2.state, j2.finished_at
+                                      FROM jobs j2
+                                      WHERE j2.id < v_lo
+                                      ORDER BY j2.id
+                                      LIMIT jobs_maintain.max_jobs) w
+                                WHERE w.state = 'done'
+                                  AND w.finished_at < v_cutoff))
+                          AND j.state = 'done'
+                          AND j.finished_at < v_cutoff
+                        ORDER BY j.id
+                        FOR UPDATE SKIP LOCKED);
+                ELSIF v_state = 'done' THEN
                     v_doomed := ARRAY(
                         SELECT j.id
                         FROM jobs j

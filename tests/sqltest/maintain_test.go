@@ -133,6 +133,32 @@ func TestMaintain(t *testing.T) {
 		}
 	})
 
+	// With done_retention 0 completions delete, and every live job is older than the cutoff:
+	// the done pass must look at the lowest max_jobs ids, not walk the whole backlog each
+	// round (counted in the round's own transaction: pg_stat_xact_user_tables).
+	t.Run("ZeroRetentionWalksOnlyTheLowestIDs", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		insertFinished(t, b.Conn, 50, "done", "q", "1 hour")
+		mustExec(t, b.Conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[50000]))")
+		insertFinished(t, b.Conn, 1, "done", "q", "1 hour") // behind the backlog: a later round
+		mustExec(t, b.Conn, "UPDATE jobs_settings SET done_retention = '0'")
+		mustExec(t, b.Conn, "ANALYZE jobs")
+		tx, err := b.Conn.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(t.Context())
+		m := maintain(t, tx, 100)
+		fetched := queryOne[int64](t, tx, "SELECT coalesce(idx_tup_fetch, 0) + seq_tup_read FROM pg_stat_xact_user_tables WHERE relname = 'jobs'")
+		if m.PrunedDone != 50 {
+			t.Fatalf("jobs_maintain(100) = %+v, want the 50 old done jobs pruned", m)
+		}
+		if fetched > 1000 {
+			t.Fatalf("jobs_maintain(100) read %d rows of jobs, want a window of about 100 (not the 50,000 queued jobs)", fetched)
+		}
+	})
+
 	t.Run("BoundedRoundSaysMore", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
