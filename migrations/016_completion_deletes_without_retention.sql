@@ -1,7 +1,8 @@
 -- 016: completion deletes the job when jobs_settings.done_retention is 0. A done row kept for
 -- nobody costs an index entry in jobs_pkey and a second dead row version per job; a delete
 -- costs neither. New private helper _jobs_completion_deletes (done_retention 0 and no foreign
--- key to jobs that refuses deletes); jobs_complete and jobs_complete_many use it, and
+-- key to jobs that refuses deletes); jobs_complete and jobs_complete_many use it (the batch
+-- form as one DELETE per pair in id order, without a row lock taken first), and
 -- jobs_maintain's done pass then looks at the lowest max_jobs ids only instead of walking
 -- every live job (all older than a cutoff of now()). Signatures are unchanged.
 -- (Issue 13's writecost part calls this migration 018: renumber at merge.)
