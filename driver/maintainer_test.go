@@ -10,7 +10,7 @@ import (
 )
 
 // TestClientsPruneByRetention: two clients on one database run jobs_maintain on their
-// RequeueInterval; with done_retention 0 the jobs they complete are deleted soon after, the
+// RequeueInterval; with done_retention 0 the jobs they complete are deleted (at completion), the
 // backlog of old done jobs (more than one round's batch) goes too, and nothing else does.
 func TestClientsPruneByRetention(t *testing.T) {
 	t.Parallel()

@@ -11,6 +11,7 @@
 {{ template "functions/_jobs_invalid.sql" . }}
 {{ template "functions/_jobs_check_fence_arrays.sql" . }}
 {{ template "functions/_jobs_check_bulk_args.sql" . }}
+{{ template "functions/_jobs_completion_deletes.sql" . }}
 {{ template "functions/jobs_backoff.sql" . }}
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}

@@ -397,6 +397,20 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) IS 'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
 
+CREATE FUNCTION skiplock._jobs_completion_deletes() RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+    SELECT coalesce((SELECT s.done_retention = interval '0' FROM jobs_settings s), false)
+       AND NOT EXISTS (
+               SELECT FROM pg_catalog.pg_trigger t
+               WHERE t.tgrelid = 'jobs'::regclass
+                 AND t.tgfoid IN ('pg_catalog."RI_FKey_noaction_del"'::regproc,
+                                  'pg_catalog."RI_FKey_restrict_del"'::regproc));
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_completion_deletes() IS 'skiplock (private): whether jobs_complete and jobs_complete_many delete the row (done_retention 0, no restricting foreign key) instead of keeping it done.';
+
 CREATE FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer, star_hi integer) RETURNS integer[]
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'skiplock', 'pg_temp'
@@ -1070,14 +1084,24 @@ BEGIN
         PERFORM _jobs_invalid('jobs_complete', 'attempt', 'must not be NULL');
     END IF;
 
-    UPDATE jobs j
-    SET state = 'done',
-        finished_at = now(),
-        lease_expires_at = NULL
-    WHERE j.id = jobs_complete.id
-      AND j.state = 'running'
-      AND j.attempts = jobs_complete.attempt
-    RETURNING j.queue INTO v_queue;
+    IF _jobs_completion_deletes() THEN
+        -- A done row nobody keeps: a delete inserts no index entry (an update to done
+        -- inserts one into jobs_pkey) and leaves one dead row version instead of two.
+        DELETE FROM jobs j
+        WHERE j.id = jobs_complete.id
+          AND j.state = 'running'
+          AND j.attempts = jobs_complete.attempt
+        RETURNING j.queue INTO v_queue;
+    ELSE
+        UPDATE jobs j
+        SET state = 'done',
+            finished_at = now(),
+            lease_expires_at = NULL
+        WHERE j.id = jobs_complete.id
+          AND j.state = 'running'
+          AND j.attempts = jobs_complete.attempt
+        RETURNING j.queue INTO v_queue;
+    END IF;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -1090,15 +1114,49 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) IS 'skiplock: running -> done when the job is still running at this attempt (fenced); returns whether it did.';
+COMMENT ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) IS 'skiplock: running -> done (deleted with done_retention 0) when the job is still running at this attempt (fenced); returns whether it did.';
 
 CREATE FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
+DECLARE
+    v_pair   record;
+    v_id     bigint;
+    v_queue  text;
+    v_queues text[] := '{}';
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_complete_many', jobs_complete_many.ids, jobs_complete_many.attempts);
+
+    IF _jobs_completion_deletes() THEN
+        -- Each DELETE finds its row through jobs_pkey, locks it and re-checks the fence on
+        -- the latest version (READ COMMITTED), so no lock is taken before it; the loop's
+        -- order is the lock order.
+        FOR v_pair IN
+            SELECT DISTINCT t.id, t.attempt
+            FROM unnest(jobs_complete_many.ids, jobs_complete_many.attempts) AS t(id, attempt)
+            ORDER BY t.id, t.attempt
+        LOOP
+            DELETE FROM jobs j
+            WHERE j.id = v_pair.id
+              AND j.attempts = v_pair.attempt
+              AND j.state = 'running'
+            RETURNING j.id, j.queue INTO v_id, v_queue;
+            IF FOUND THEN
+                RETURN NEXT v_id;
+                IF v_queue <> ALL (v_queues) THEN
+                    v_queues := v_queues || v_queue;
+                END IF;
+            END IF;
+        END LOOP;
+        -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
+        PERFORM pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue = ANY (v_queues)
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+        RETURN;
+    END IF;
 
     RETURN QUERY
     -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which its row lock
@@ -1136,7 +1194,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) IS 'skiplock: jobs_complete for many (id, attempt) pairs; returns the ids completed.';
+COMMENT ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) IS 'skiplock: jobs_complete for many (id, attempt) pairs (deleted with done_retention 0); returns the ids completed.';
 
 CREATE FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text DEFAULT 'UTC'::text) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -1818,7 +1876,26 @@ BEGIN
             END IF;
 
             BEGIN
-                IF v_state = 'done' THEN
+                IF v_state = 'done' AND _jobs_completion_deletes() THEN
+                    -- Done rows only from before completions deleted: the lowest ids. A
+                    -- bounded window, so that a backlog of live jobs is not walked each round.
+                    v_doomed := ARRAY(
+                        SELECT j.id
+                        FROM jobs j
+                        WHERE j.id = ANY (ARRAY(
+                                SELECT w.id
+                                FROM (SELECT j2.id, j2.state, j2.finished_at
+                                      FROM jobs j2
+                                      WHERE j2.id < v_lo
+                                      ORDER BY j2.id
+                                      LIMIT jobs_maintain.max_jobs) w
+                                WHERE w.state = 'done'
+                                  AND w.finished_at < v_cutoff))
+                          AND j.state = 'done'
+                          AND j.finished_at < v_cutoff
+                        ORDER BY j.id
+                        FOR UPDATE SKIP LOCKED);
+                ELSIF v_state = 'done' THEN
                     v_doomed := ARRAY(
                         SELECT j.id
                         FROM jobs j
@@ -2971,6 +3048,8 @@ REVOKE ALL ON FUNCTION skiplock._jobs_check_bulk_args(func text, states skiplock
 REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_completion_deletes() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_field(func text, cron text, field text, spec text, lo integer, hi integer, names text[], names_base integer, star_hi integer) FROM PUBLIC;
 

@@ -151,6 +151,9 @@ func (e *env) settingsLine() string {
 	if c.patchSQL != "" {
 		fmt.Fprintf(&b, "PATCHED: -patch-sql %s was applied after each install; these are not the numbers of the migrations alone.\n", c.patchSQL)
 	}
+	if c.doneRetention != "" {
+		fmt.Fprintf(&b, "done_retention=%s after each install (-done-retention).\n", c.doneRetention)
+	}
 	fmt.Fprintf(&b, "Bench: jobs=%d workers=%d (slots per process) pool=%d batch=%d producers=%d steady=%s naive-workers=%d bloat-rows=%d",
 		c.jobs, c.workers, c.pool, c.batch, c.producers, c.steadyDuration, c.naiveWorkers, c.bloatRows)
 	return b.String()
@@ -171,6 +174,9 @@ func (e *env) commonFields() []benchresult.Field {
 	}
 	if e.cfg.patchSQL != "" {
 		s["patch_sql"] = e.cfg.patchSQL
+	}
+	if e.cfg.doneRetention != "" {
+		s["done_retention"] = e.cfg.doneRetention
 	}
 	return []benchresult.Field{
 		{Key: "workers", Value: e.cfg.workers},
@@ -198,6 +204,12 @@ func (e *env) resetSchema(ctx context.Context) error {
 		if _, err := conn.Exec(ctx, "SET search_path TO "+pgx.Identifier{e.cfg.schema}.Sanitize()+";\n"+e.cfg.patch,
 			pgx.QueryExecModeSimpleProtocol); err != nil {
 			return fmt.Errorf("-patch-sql %s: %w", e.cfg.patchSQL, err)
+		}
+	}
+	if e.cfg.doneRetention != "" {
+		settings := pgx.Identifier{e.cfg.schema, "jobs_settings"}.Sanitize()
+		if _, err := conn.Exec(ctx, "UPDATE "+settings+" SET done_retention = $1::interval", e.cfg.doneRetention); err != nil {
+			return fmt.Errorf("-done-retention %s: %w", e.cfg.doneRetention, err)
 		}
 	}
 	table := pgx.Identifier{e.cfg.schema, skiplock.VersionTable}.Sanitize()

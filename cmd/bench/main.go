@@ -56,6 +56,7 @@ type config struct {
 	keepSchema        bool
 	patchSQL          string // path of -patch-sql
 	patch             string // its contents
+	doneRetention     string // -done-retention: jobs_settings.done_retention after each install; "" keeps the default
 	chaos             chaosFlags
 }
 
@@ -132,6 +133,8 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	fs.Float64Var(&cfg.rate, "rate", 0, fmt.Sprintf("arrival rate of steady_rate in jobs/s, for skiplock and the peers alike; 0: half the lower of skiplock's work_drain and insert_single medians in this run, or %d when neither ran", defaultArrivalRate))
 	fs.StringVar(&cfg.peersDir, "peers-dir", "", "directory holding the peer harnesses (river/, graphile-worker/); empty: cmd/bench/peers of the checkout this runs in")
 	fs.BoolVar(&cfg.keepSchema, "keep-schema", false, "leave the schema of the last scenario in place for inspection")
+	fs.StringVar(&cfg.doneRetention, "done-retention", "",
+		"set jobs_settings.done_retention to this interval after each install (0: completion deletes the job instead of keeping it done); empty keeps the default, 1 day")
 	fs.StringVar(&cfg.patchSQL, "patch-sql", "",
 		"run this SQL file in the benchmark's schema after each install, e.g. a candidate CREATE OR REPLACE FUNCTION, to measure a change before it becomes a migration")
 	cfg.chaos.register(fs)

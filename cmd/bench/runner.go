@@ -47,11 +47,16 @@ func (r *runner) bulkLoad(ctx context.Context, pool *pgxpool.Pool, n int, prog *
 	return nil
 }
 
-// countJobs returns the number of jobs in each state class.
+// countJobs returns the number of jobs in each state class. With done_retention 0
+// (-done-retention 0) completion deletes the job, so done also counts the job ids handed out
+// that have no row left (the benchmark's inserts neither roll back nor deduplicate).
 func countJobs(ctx context.Context, pool *pgxpool.Pool) (total, done, pending int64, err error) {
 	err = pool.QueryRow(ctx, `
 		SELECT count(*),
-		       count(*) FILTER (WHERE state = 'done'),
+		       count(*) FILTER (WHERE state = 'done')
+		         + CASE WHEN (SELECT done_retention = interval '0' FROM jobs_settings)
+		                THEN coalesce(pg_sequence_last_value(pg_get_serial_sequence('jobs', 'id')::regclass), 0) - count(*)
+		                ELSE 0 END,
 		       count(*) FILTER (WHERE state IN ('queued', 'running'))
 		FROM jobs`).Scan(&total, &done, &pending)
 	if err != nil {

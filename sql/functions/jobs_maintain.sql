@@ -31,7 +31,12 @@
 --           as ids grow with created_at and a job cannot finish before it was created), so
 --           the walk covers the jobs old enough to be due, not the recent ones. Retained
 --           dead or cancelled jobs and long-delayed queued jobs among those old ids are
---           walked past each round.
+--           walked past each round. When completions delete the job instead
+--           (_jobs_completion_deletes: done_retention 0), every live job is older than the
+--           cutoff, and the only done rows left are those completed before the switch,
+--           mostly the lowest ids: the walk then covers the lowest max_jobs ids only, not
+--           every queued and running job (a done row behind more than max_jobs older live
+--           jobs waits until they are gone).
 -- Locks:    the advisory lock and the requeued and deleted rows, until the caller's
 --           transaction ends.
 -- States:   running -> queued or dead (expired leases); removes done/cancelled/dead rows.
@@ -120,7 +125,26 @@ BEGIN
             END IF;
 
             BEGIN
-                IF v_state = 'done' THEN
+                IF v_state = 'done' AND _jobs_completion_deletes() THEN
+                    -- Done rows only from before completions deleted: the lowest ids. A
+                    -- bounded window, so that a backlog of live jobs is not walked each round.
+                    v_doomed := ARRAY(
+                        SELECT j.id
+                        FROM jobs j
+                        WHERE j.id = ANY (ARRAY(
+                                SELECT w.id
+                                FROM (SELECT j2.id, j2.state, j2.finished_at
+                                      FROM jobs j2
+                                      WHERE j2.id < v_lo
+                                      ORDER BY j2.id
+                                      LIMIT jobs_maintain.max_jobs) w
+                                WHERE w.state = 'done'
+                                  AND w.finished_at < v_cutoff))
+                          AND j.state = 'done'
+                          AND j.finished_at < v_cutoff
+                        ORDER BY j.id
+                        FOR UPDATE SKIP LOCKED);
+                ELSIF v_state = 'done' THEN
                     v_doomed := ARRAY(
                         SELECT j.id
                         FROM jobs j

@@ -124,13 +124,38 @@ func TestMaintain(t *testing.T) {
 	t.Run("ZeroRetentionPrunesAtOnce", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
+		// A done row from before done_retention became 0 (with 0, completion itself deletes
+		// the job: complete_deletes_test.go); finished_at is an earlier transaction's now().
+		insertFinished(t, b.Conn, 1, "done", "q", "1 millisecond")
 		mustExec(t, b.Conn, "UPDATE jobs_settings SET done_retention = '0'")
-		id := enqueue(t, b.Conn, "")
-		j := claimOne(t, b.Conn, "w", "", "1 minute")
-		mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", id, j.Attempt)
-		// finished_at is the completing transaction's now(), before this one's.
 		if m := maintain(t, b.Conn, 10000); m.PrunedDone != 1 {
 			t.Fatalf("jobs_maintain() = %+v, want the done job pruned", m)
+		}
+	})
+
+	// With done_retention 0 completions delete, and every live job is older than the cutoff:
+	// the done pass must look at the lowest max_jobs ids, not walk the whole backlog each
+	// round (counted in the round's own transaction: pg_stat_xact_user_tables).
+	t.Run("ZeroRetentionWalksOnlyTheLowestIDs", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		insertFinished(t, b.Conn, 50, "done", "q", "1 hour")
+		mustExec(t, b.Conn, "SELECT jobs_enqueue_many(array_fill('k'::text, ARRAY[50000]))")
+		insertFinished(t, b.Conn, 1, "done", "q", "1 hour") // behind the backlog: a later round
+		mustExec(t, b.Conn, "UPDATE jobs_settings SET done_retention = '0'")
+		mustExec(t, b.Conn, "ANALYZE jobs")
+		tx, err := b.Conn.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(t.Context())
+		m := maintain(t, tx, 100)
+		fetched := queryOne[int64](t, tx, "SELECT coalesce(idx_tup_fetch, 0) + seq_tup_read FROM pg_stat_xact_user_tables WHERE relname = 'jobs'")
+		if m.PrunedDone != 50 {
+			t.Fatalf("jobs_maintain(100) = %+v, want the 50 old done jobs pruned", m)
+		}
+		if fetched > 1000 {
+			t.Fatalf("jobs_maintain(100) read %d rows of jobs, want a window of about 100 (not the 50,000 queued jobs)", fetched)
 		}
 	})
 
