@@ -33,7 +33,8 @@ func (s WakeSource) String() string {
 	return "unknown"
 }
 
-// ClaimEvent is one jobs_claim call of a fetch loop that returned, for a [ClaimHook].
+// ClaimEvent is one claim of a fetch loop that returned (jobs_claim, or
+// jobs_complete_and_claim when it carried completions), for a [ClaimHook].
 // Claims that failed are not reported (the client logs them).
 type ClaimEvent struct {
 	// Queue is the fetch loop's queue.
@@ -49,6 +50,11 @@ type ClaimEvent struct {
 	// Claimed is how many jobs it got (0 to Asked). A paused or fully limited queue's
 	// claims, and those finding nothing ready, get 0.
 	Claimed int
+
+	// Completed is how many job completions the call recorded before it claimed: a loop
+	// that claims while completions are pending sends them with its claim, in one
+	// jobs_complete_and_claim call. 0 for a plain jobs_claim.
+	Completed int
 
 	// Duration is the claim's round trip.
 	Duration time.Duration

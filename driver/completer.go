@@ -13,6 +13,10 @@ import (
 // batches grow with the round trip time. A batch that fails because the connection died is
 // retried (the calls are fenced, so repeating one is safe) until it succeeds or Run
 // abandons database calls at the end of shutdown.
+//
+// A fetch loop that claims while completions are pending takes them (take) and sends them
+// with its claim in one jobs_complete_and_claim call, one commit instead of two; if that
+// call fails they come back here (putBack) and go out again like any other batch.
 type completer struct {
 	c         *Client
 	batchSize int
@@ -74,6 +78,44 @@ func (cp *completer) add(ex *execution, dur time.Duration) {
 		signal(cp.first)
 	}
 	if n == cp.batchSize {
+		signal(cp.full)
+	}
+}
+
+// take moves up to n pending completions, the oldest first, into dst and returns it, for
+// a fetch loop to send with its claim. The loop reports their outcomes (report) or gives
+// them back (putBack).
+func (cp *completer) take(dst []completion, n int) []completion {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	n = min(n, len(cp.pending))
+	if n == 0 {
+		return dst
+	}
+	dst = append(dst, cp.pending[:n]...)
+	rest := copy(cp.pending, cp.pending[n:])
+	clear(cp.pending[rest:]) // let the executions go
+	cp.pending = cp.pending[:rest]
+	cp.space.Broadcast()
+	return dst
+}
+
+// putBack returns completions that a fetch loop took but could not record (its call
+// failed; being fenced, they are safe to send again). It never blocks: they were already
+// counted once against the limit. After run has returned they are dropped and logged.
+func (cp *completer) putBack(batch []completion) {
+	cp.mu.Lock()
+	if cp.closed {
+		cp.mu.Unlock()
+		cp.c.logger.Error("client stopped before completions could be recorded; those jobs run again after their lease expires",
+			slog.Int("jobs", len(batch)))
+		return
+	}
+	cp.pending = append(cp.pending, batch...)
+	n := len(cp.pending)
+	cp.mu.Unlock()
+	signal(cp.first)
+	if n >= cp.batchSize {
 		signal(cp.full)
 	}
 }
@@ -182,7 +224,13 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 			return
 		}
 	}
-	if lost := len(batch) - len(cp.done); lost > 0 {
+	c.reportCompletions(batch, cp.done)
+}
+
+// reportCompletions logs the completions of batch that were refused and, with a hook,
+// emits each job's outcome; done holds the ids that were completed.
+func (c *Client) reportCompletions(batch []completion, done map[int64]struct{}) {
+	if lost := len(batch) - len(done); lost > 0 {
 		c.logger.Warn("job completions refused: the jobs were no longer held (lease expired or cancelled)",
 			slog.Int("jobs", lost))
 	}
@@ -190,7 +238,7 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 		return
 	}
 	for _, cm := range batch {
-		if _, ok := cp.done[cm.ex.row.ID]; ok {
+		if _, ok := done[cm.ex.row.ID]; ok {
 			c.emit(cm.ex, EventCompleted, JobStateDone, cm.dur, nil)
 		} else {
 			c.emit(cm.ex, EventLost, "", cm.dur, ErrNotHeld)

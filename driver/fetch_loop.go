@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -31,6 +30,13 @@ type fetchLoop struct {
 
 	scratch []JobRow // the loop's buffer for claimed rows
 
+	// Completions carried by the current claim (completer.take), their fencing pairs and
+	// the ids completed, reused from claim to claim (loop goroutine only).
+	carried  []completion
+	ids      []int64
+	attempts []int32
+	done     map[int64]struct{}
+
 	// What the last jobs_next_start said, for rateWait (used by the loop goroutine only):
 	// whether the queue has a rate limit, and when it was asked.
 	rateLimited bool
@@ -48,6 +54,7 @@ func newFetchLoop(c *Client, queue string, q QueueConfig) *fetchLoop {
 		freed:   make(chan struct{}, 1),
 		idle:    make(chan *execution),
 		running: make(map[int64]*execution),
+		done:    make(map[int64]struct{}),
 	}
 }
 
@@ -128,47 +135,51 @@ func (fl *fetchLoop) run(ctx context.Context) {
 	}
 }
 
-// claim claims up to the free slots (at most the batch size) in one jobs_claim call and
-// starts the jobs. It reports whether it got all it asked for and, when it did not and the
-// queue has a rate limit, how long until the limit allows the next start (rateWait, 0 when
-// there is nothing to wait for). The claim runs to its end even when ctx is cancelled
-// meanwhile, so that its jobs can be released at once instead of waiting out their lease;
-// they are not started then. source is what made the loop claim, for the ClaimHook.
+// claim claims up to the free slots (at most the batch size) in one call and starts the
+// jobs. When the completer holds completions, the loop takes them and the call is
+// jobs_complete_and_claim, which records them before it claims (one commit instead of two);
+// otherwise it is jobs_claim. It reports whether it got all it asked for and, when it did
+// not and the queue has a rate limit, how long until the limit allows the next start
+// (rateWait, 0 when there is nothing to wait for). The claim runs to its end even when ctx
+// is cancelled meanwhile, so that its jobs can be released at once instead of waiting out
+// their lease; they are not started then. source is what made the loop claim, for the
+// ClaimHook.
+//
+// A call that fails is not repeated as a whole. Its completions go back to the completer,
+// which sends them again (they are fenced: a pair already recorded is refused, never done
+// twice). Its claim, if it committed before the failure, is never seen, so none of its
+// jobs starts here; they come back when their lease expires, and the loop's next claim is
+// a new one.
 func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, rateWait time.Duration, err error) {
 	c := fl.c
 	want := min(fl.slots-int(fl.active.Load()), fl.batch)
+	fl.carried = c.completer.take(fl.carried[:0], BatchSizeMax)
+	carried := fl.carried
+	defer clear(carried) // let the executions go
 	claimedAt := time.Now()
 	qctx, cancel := context.WithTimeout(c.workCtx, opTimeout)
 	defer cancel()
-	rows, err := c.pool.Query(qctx, claimSQL, c.cfg.ID, int32(want), fl.queues, c.cfg.Lease)
-	if err != nil {
-		return false, 0, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
-	}
-	buf := fl.scratch[:0]
-	var scanErr error
-	var meta []byte
-	for rows.Next() {
-		buf = append(buf, JobRow{})
-		r := &buf[len(buf)-1]
-		if scanErr = rows.Scan(&r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
-			&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta); scanErr != nil {
-			break
-		}
-		if meta != nil {
-			r.Meta = decodeMeta(meta)
-		}
-	}
-	rows.Close()
+	buf, completed, err := fl.query(qctx, want, carried)
 	fl.scratch = buf[:0]
 	defer clear(buf) // drop the payloads from the reused buffer
-	if err := errors.Join(scanErr, rows.Err()); err != nil {
+	if err != nil {
+		if len(carried) > 0 {
+			c.completer.putBack(carried)
+		}
 		// Whether the claim committed is unknown. Its jobs are not run: if it did commit,
 		// they come back when their lease expires.
 		return false, 0, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
 	}
+	if len(carried) > 0 {
+		clear(fl.done)
+		for _, id := range completed {
+			fl.done[id] = struct{}{}
+		}
+		c.reportCompletions(carried, fl.done)
+	}
 	if c.claimHook != nil {
 		c.claimHook.HandleClaim(&ClaimEvent{Queue: fl.queue, Wake: source, Asked: want, Claimed: len(buf),
-			Duration: time.Since(claimedAt)})
+			Completed: len(completed), Duration: time.Since(claimedAt)})
 	}
 	if ctx.Err() != nil {
 		if len(buf) > 0 {
@@ -205,6 +216,64 @@ func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, r
 	}
 	// Asked after the jobs are started, so the round trip delays none of them.
 	return false, fl.rateWait(qctx), nil
+}
+
+// query sends the claim, with the carried completions when there are any, and returns the
+// claimed rows (in fl.scratch) and the ids completed. On error the rows read so far are
+// returned only to be cleared.
+func (fl *fetchLoop) query(ctx context.Context, want int, carried []completion) (buf []JobRow, completed []int64, err error) {
+	c := fl.c
+	buf = fl.scratch[:0]
+	var rows pgx.Rows
+	if len(carried) == 0 {
+		rows, err = c.pool.Query(ctx, claimSQL, c.cfg.ID, int32(want), fl.queues, c.cfg.Lease)
+	} else {
+		fl.ids, fl.attempts = fl.ids[:0], fl.attempts[:0]
+		for _, cm := range carried {
+			fl.ids = append(fl.ids, cm.ex.row.ID)
+			fl.attempts = append(fl.attempts, int32(cm.ex.row.Attempt))
+		}
+		rows, err = c.pool.Query(ctx, completeAndClaimSQL, c.cfg.ID, fl.ids, fl.attempts, int32(want), fl.queues,
+			c.cfg.Lease)
+	}
+	if err != nil {
+		return buf, nil, err
+	}
+	defer rows.Close()
+	var meta []byte
+	for first := true; rows.Next(); first = false {
+		if len(carried) > 0 && first {
+			// The first row carries completed; with no job claimed it is the only row,
+			// and its job columns are NULL.
+			if rows.RawValues()[1] == nil {
+				if err := rows.Scan(&completed, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+					return buf, nil, err
+				}
+				continue
+			}
+		}
+		buf = append(buf, JobRow{})
+		r := &buf[len(buf)-1]
+		if len(carried) > 0 {
+			var head any // completed, on the first row only; nil skips the column
+			if first {
+				head = &completed
+			}
+			err = rows.Scan(head, &r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
+				&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta)
+		} else {
+			err = rows.Scan(&r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
+				&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta)
+		}
+		if err != nil {
+			return buf, nil, err
+		}
+		if meta != nil {
+			r.Meta = decodeMeta(meta)
+		}
+	}
+	rows.Close()
+	return buf, completed, rows.Err()
 }
 
 // rateWait asks, after a claim that came back short, how long until the queue's rate limit
