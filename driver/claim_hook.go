@@ -33,8 +33,9 @@ func (s WakeSource) String() string {
 	return "unknown"
 }
 
-// ClaimEvent is one claim of a fetch loop that returned (jobs_claim, or
-// jobs_complete_and_claim when it carried completions), for a [ClaimHook].
+// ClaimEvent is one claim for a fetch loop that returned, for a [ClaimHook]: the loop's own
+// jobs_claim, or a batch of completions sent with a claim for the loop
+// (jobs_complete_and_claim, when the loop had free slots and reason to claim).
 // Claims that failed are not reported (the client logs them).
 type ClaimEvent struct {
 	// Queue is the fetch loop's queue.
@@ -51,9 +52,9 @@ type ClaimEvent struct {
 	// claims, and those finding nothing ready, get 0.
 	Claimed int
 
-	// Completed is how many job completions the call recorded before it claimed: a loop
-	// that claims while completions are pending sends them with its claim, in one
-	// jobs_complete_and_claim call. 0 for a plain jobs_claim.
+	// Completed is how many job completions the call recorded before it claimed, when a
+	// completion batch claimed for the loop (Wake is then why the loop wanted to claim);
+	// 0 for the loop's own jobs_claim.
 	Completed int
 
 	// Duration is the claim's round trip.
@@ -62,8 +63,8 @@ type ClaimEvent struct {
 
 // ClaimHook is an optional interface of a [Hook]: when Config.Hook also implements it, it
 // receives a ClaimEvent after every claim. HandleClaim is called from the queue's fetch
-// loop goroutine, concurrently for different queues, before the claimed jobs start: it
-// must be safe for concurrent use and return quickly.
+// loop goroutine or the completer's, concurrently, before the claimed jobs start: it must
+// be safe for concurrent use and return quickly.
 type ClaimHook interface {
 	HandleClaim(e *ClaimEvent)
 }

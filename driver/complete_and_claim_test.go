@@ -2,6 +2,8 @@ package driver_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,19 +41,20 @@ func (r *cycleRecorder) HandleClaim(e *driver.ClaimEvent) {
 	r.carrying = append(r.carrying, *e)
 }
 
-// A fetch loop that claims while completions are pending records them in the same call
-// (jobs_complete_and_claim): the completer, told to wait 3 s, never gets to send them
-// itself while the loop keeps claiming, yet every job is done at its first attempt, each
-// completion is reported once, and the claims say how many completions they carried.
-func TestClaimCarriesPendingCompletions(t *testing.T) {
+// A completion batch sent while the fetch loop has free slots and reason to claim claims
+// for it in the same call (jobs_complete_and_claim). With the loop's own claims at least
+// 50 ms apart, most jobs are claimed that way; every job is still done at its first
+// attempt, each completion is reported once, and those claims report what they carried.
+func TestCompletionBatchClaimsForFetchLoop(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	const n = 60
+	const n = 200
 	hs := driver.NewHandlers()
 	driver.AddHandler(hs, "noop", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
 	rec := &cycleRecorder{}
-	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 2, BatchSize: 2}})
-	cfg.CompleteBatchDelay = 3 * time.Second
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 4, BatchSize: 4}})
+	cfg.FetchCooldown = 50 * time.Millisecond
+	cfg.CompleteBatchSize = 2
 	cfg.Hook = rec
 	params := make([]driver.EnqueueParams, n)
 	for i := range params {
@@ -61,7 +64,7 @@ func TestClaimCarriesPendingCompletions(t *testing.T) {
 		t.Fatal(err)
 	}
 	startClient(t, b.pool, cfg)
-	waitUntil(t, 20*time.Second, "every job done", func() bool {
+	waitUntil(t, 30*time.Second, "every job done", func() bool {
 		return queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state = 'done'") == n
 	})
 	if bad := queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE attempts <> 1"); bad != 0 {
@@ -73,23 +76,23 @@ func TestClaimCarriesPendingCompletions(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	carried := 0
+	completed, claimed := 0, 0
 	for _, c := range rec.carrying {
-		carried += c.Completed
-		if c.Wake < driver.WakeStart || c.Wake > driver.WakeBacklog || c.Claimed > c.Asked {
-			t.Errorf("claim %+v: want a known wake source and at most Asked claimed", c)
+		completed += c.Completed
+		claimed += c.Claimed
+		if c.Wake < driver.WakeStart || c.Wake > driver.WakeBacklog || c.Claimed > c.Asked || c.Asked > 4 {
+			t.Errorf("claim %+v: want a known wake source and at most Asked claimed, Asked at most 4", c)
 		}
 	}
-	// All but the last completions, which the last (short) claim cannot carry, ride along
-	// with claims.
-	if carried < n/2 || carried > n {
-		t.Fatalf("claims carried %d completions of %d, want most of them", carried, n)
+	if claimed < n/2 || completed < n/2 {
+		t.Fatalf("completion batches claimed %d jobs and carried %d completions of %d, want most", claimed, completed, n)
 	}
 }
 
-// A jobs_complete_and_claim call whose connection dies is not lost or repeated blindly: its
-// completion goes back to the completer and out again (fenced), and its claim, rolled back
-// with it, is made again. Each job is done at its first attempt and runs once.
+// A jobs_complete_and_claim call whose connection dies is retried: its completions again
+// (fenced), its claim as a new one (the killed call's was rolled back, and one whose result
+// was lost would wait for its lease, never start). Each job is done at its first attempt
+// and runs once.
 func TestCompleteAndClaimRetriedAfterConnectionLoss(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -107,13 +110,22 @@ func TestCompleteAndClaimRetriedAfterConnectionLoss(t *testing.T) {
 		v.(*atomic.Int32).Add(1)
 		return nil
 	}, nil)
-	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 1, BatchSize: 1}})
+	// The first claim fills its batch of one, so the loop wants to claim again, but waits
+	// out its cooldown: the completion batch claims into the free slot instead.
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 2, BatchSize: 1}})
+	cfg.FetchCooldown = time.Minute
 	cfg.Lease = time.Minute
 	cfg.RequeueInterval = -1
-	cfg.CompleteBatchDelay = time.Minute // only the fetch loop's claims send completions
-	startClient(t, b.pool, cfg)
+	var combined atomic.Int32
+	cfg.Hook = claimHookFunc(func(e *driver.ClaimEvent) {
+		if e.Completed > 0 {
+			combined.Add(1)
+		}
+	})
+	cfg.CompleteBatchSize = 1 // each completion goes out at once, claiming for the loop
 
-	first := mustEnqueue(t, b.pool, "first", nil, nil)
+	first := mustEnqueue(t, b.pool, "first", nil, nil) // claimed by the client's first claim
+	startClient(t, b.pool, cfg)
 	<-started
 	// Hold the first job's row lock, so that the call completing it blocks where we can
 	// kill its connection.
@@ -128,15 +140,20 @@ func TestCompleteAndClaimRetriedAfterConnectionLoss(t *testing.T) {
 	second := mustEnqueue(t, b.pool, "second", nil, nil)
 	close(proceed)
 
-	killed := 0
-	for killed < 2 {
-		var n int
-		waitUntil(t, 10*time.Second, "a blocked jobs_complete_and_claim", func() bool {
-			n = queryInt(t, b.pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE datname = current_database() AND query LIKE '%jobs_complete_and_claim%' AND wait_event_type = 'Lock'`)
-			return n > 0
+	// Kill two different calls (a terminated backend may still show as waiting for a moment).
+	killed := map[int]bool{}
+	for len(killed) < 2 {
+		waitUntil(t, 10*time.Second, "a new blocked jobs_complete_and_claim", func() bool {
+			pid := queryInt(t, b.pool, `SELECT coalesce(min(pid), 0) FROM pg_stat_activity
+				WHERE datname = current_database() AND query LIKE '%jobs_complete_and_claim%' AND wait_event_type = 'Lock'
+				  AND NOT pid = ANY ($1)`, append([]int{}, slices.Collect(maps.Keys(killed))...)) // never NULL
+			if pid == 0 {
+				return false
+			}
+			killed[pid] = true
+			queryInt(t, b.pool, "SELECT count(pg_terminate_backend($1))", pid)
+			return true
 		})
-		killed += n
 	}
 	if j := getJob(t, b.pool, second); j.State != "queued" {
 		t.Fatalf("second job is %+v while the calls were killed, want queued (their claims rolled back)", j)
@@ -154,4 +171,13 @@ func TestCompleteAndClaimRetriedAfterConnectionLoss(t *testing.T) {
 	if v, ok := runs.Load(second); !ok || v.(*atomic.Int32).Load() != 1 {
 		t.Fatalf("second job ran %v times, want once", v)
 	}
+	if combined.Load() == 0 {
+		t.Fatal("no claim carried a completion: jobs_complete_and_claim claimed nothing")
+	}
 }
+
+// claimHookFunc is a Hook that passes only claims to a function.
+type claimHookFunc func(e *driver.ClaimEvent)
+
+func (f claimHookFunc) HandleEvent(*driver.Event)        {}
+func (f claimHookFunc) HandleClaim(e *driver.ClaimEvent) { f(e) }

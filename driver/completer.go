@@ -14,9 +14,11 @@ import (
 // retried (the calls are fenced, so repeating one is safe) until it succeeds or Run
 // abandons database calls at the end of shutdown.
 //
-// A fetch loop that claims while completions are pending takes them (take) and sends them
-// with its claim in one jobs_complete_and_claim call, one commit instead of two; if that
-// call fails they come back here (putBack) and go out again like any other batch.
+// When a fetch loop has free slots and reason to claim, a batch claims for it in the same
+// call (jobs_complete_and_claim): one commit instead of two, and a second claim in flight
+// beside the loop's own. A retried call claims again, as a new claim; the claim of a call
+// that failed is never seen, so none of its jobs starts twice: if it committed, they come
+// back when their lease expires, like any claim whose result was lost.
 type completer struct {
 	c         *Client
 	batchSize int
@@ -36,6 +38,8 @@ type completer struct {
 	ids      []int64
 	attempts []int32
 	done     map[int64]struct{}
+	scratch  []JobRow // jobs claimed with a batch, reused from call to call
+	next     int      // the fetch loop (in queueOrder) the next claim looks at first
 }
 
 type completion struct {
@@ -78,44 +82,6 @@ func (cp *completer) add(ex *execution, dur time.Duration) {
 		signal(cp.first)
 	}
 	if n == cp.batchSize {
-		signal(cp.full)
-	}
-}
-
-// take moves up to n pending completions, the oldest first, into dst and returns it, for
-// a fetch loop to send with its claim. The loop reports their outcomes (report) or gives
-// them back (putBack).
-func (cp *completer) take(dst []completion, n int) []completion {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	n = min(n, len(cp.pending))
-	if n == 0 {
-		return dst
-	}
-	dst = append(dst, cp.pending[:n]...)
-	rest := copy(cp.pending, cp.pending[n:])
-	clear(cp.pending[rest:]) // let the executions go
-	cp.pending = cp.pending[:rest]
-	cp.space.Broadcast()
-	return dst
-}
-
-// putBack returns completions that a fetch loop took but could not record (its call
-// failed; being fenced, they are safe to send again). It never blocks: they were already
-// counted once against the limit. After run has returned they are dropped and logged.
-func (cp *completer) putBack(batch []completion) {
-	cp.mu.Lock()
-	if cp.closed {
-		cp.mu.Unlock()
-		cp.c.logger.Error("client stopped before completions could be recorded; those jobs run again after their lease expires",
-			slog.Int("jobs", len(batch)))
-		return
-	}
-	cp.pending = append(cp.pending, batch...)
-	n := len(cp.pending)
-	cp.mu.Unlock()
-	signal(cp.first)
-	if n >= cp.batchSize {
 		signal(cp.full)
 	}
 }
@@ -246,24 +212,80 @@ func (c *Client) reportCompletions(batch []completion, done map[int64]struct{}) 
 	}
 }
 
-// call sends one jobs_complete_many and collects the completed ids into cp.done.
+// call sends one batch, with a claim for a fetch loop that has free slots and reason to
+// claim (jobs_complete_and_claim) or else alone (jobs_complete_many), collects the
+// completed ids into cp.done and starts the jobs claimed.
 func (cp *completer) call(ctx context.Context) error {
 	clear(cp.done) // from an attempt that failed part way
 	qctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	rows, err := cp.c.pool.Query(qctx, completeManySQL, cp.ids, cp.attempts)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var id int64
-	for rows.Next() {
-		if err := rows.Scan(&id); err != nil {
+	fl, want, source := cp.claimFor()
+	if fl == nil {
+		rows, err := cp.c.pool.Query(qctx, completeManySQL, cp.ids, cp.attempts)
+		if err != nil {
 			return err
 		}
+		defer rows.Close()
+		var id int64
+		for rows.Next() {
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			cp.done[id] = struct{}{}
+		}
+		return rows.Err()
+	}
+
+	c := cp.c
+	claimedAt := time.Now()
+	rows, err := c.pool.Query(qctx, completeAndClaimSQL, c.cfg.ID, cp.ids, cp.attempts, int32(want), fl.queues, c.cfg.Lease)
+	if err != nil {
+		fl.unreserve(want)
+		return err
+	}
+	buf, completed, err := scanClaimed(rows, cp.scratch[:0], true)
+	cp.scratch = buf[:0]
+	defer clear(buf) // drop the payloads from the reused buffer
+	if err != nil {
+		// Its claim is not run: if it did commit, the jobs come back when their lease
+		// expires. Its completions are retried.
+		fl.unreserve(want)
+		return err
+	}
+	for _, id := range completed {
 		cp.done[id] = struct{}{}
 	}
-	return rows.Err()
+	if c.claimHook != nil {
+		c.claimHook.HandleClaim(&ClaimEvent{Queue: fl.queue, Wake: source, Asked: want, Claimed: len(buf),
+			Completed: len(completed), Duration: time.Since(claimedAt)})
+	}
+	fl.unreserve(want - len(buf))
+	if len(buf) > 0 {
+		c.startClaimed(fl, buf, claimedAt)
+	}
+	return nil
+}
+
+// claimFor picks the fetch loop a batch claims for: the next one, round robin, that has
+// reason to claim and free slots, which it reserves (want). nil once shutdown has begun.
+func (cp *completer) claimFor() (fl *fetchLoop, want int, source WakeSource) {
+	c := cp.c
+	if c.stoppingClaims() {
+		return nil, 0, 0
+	}
+	loops := c.queueOrder
+	for i := range loops {
+		fl := loops[(cp.next+i)%len(loops)]
+		s := WakeSource(fl.wantSource.Load())
+		if s == 0 {
+			continue
+		}
+		if want := fl.reserve(); want > 0 {
+			cp.next = (cp.next + i + 1) % len(loops)
+			return fl, want, s
+		}
+	}
+	return nil, 0, 0
 }
 
 func signal(ch chan struct{}) {

@@ -30,12 +30,10 @@ type fetchLoop struct {
 
 	scratch []JobRow // the loop's buffer for claimed rows
 
-	// Completions carried by the current claim (completer.take), their fencing pairs and
-	// the ids completed, reused from claim to claim (loop goroutine only).
-	carried  []completion
-	ids      []int64
-	attempts []int32
-	done     map[int64]struct{}
+	// wantSource is why the loop would claim now (a WakeSource), or 0 when it has no reason
+	// to (or holds its claims for a rate limit). The completer reads it to claim for the
+	// loop with a batch of completions (completer.go).
+	wantSource atomic.Int32
 
 	// What the last jobs_next_start said, for rateWait (used by the loop goroutine only):
 	// whether the queue has a rate limit, and when it was asked.
@@ -54,7 +52,6 @@ func newFetchLoop(c *Client, queue string, q QueueConfig) *fetchLoop {
 		freed:   make(chan struct{}, 1),
 		idle:    make(chan *execution),
 		running: make(map[int64]*execution),
-		done:    make(map[int64]struct{}),
 	}
 }
 
@@ -74,15 +71,25 @@ func (fl *fetchLoop) wakeUp() {
 // fully limited queue's claims come back empty, so the loop waits like an idle one. When a
 // rate limit cut a claim short, the loop holds its claims until the next start is allowed
 // (at most one poll interval), ignoring notifications meanwhile, and claims again then.
+//
+// The completer may claim for the loop too, with the completions it sends (one call, one
+// commit): it does when the loop has reason to claim (wantSource) and free slots. Both
+// reserve the slots they claim for (reserve), so together they never claim beyond them.
 func (fl *fetchLoop) run(ctx context.Context) {
 	c := fl.c
 	poll := time.NewTimer(jitter(c.cfg.PollInterval, 0.1))
 	defer poll.Stop()
+	defer fl.wantSource.Store(0)
 	want := true        // claim at start: jobs may have been enqueued while nobody listened
 	source := WakeStart // why want is true, for the ClaimHook
 	var last, holdUntil time.Time
 	var b backoff
 	for {
+		if want && !time.Now().Before(holdUntil) {
+			fl.wantSource.Store(int32(source))
+		} else {
+			fl.wantSource.Store(0)
+		}
 		if want && fl.active.Load() < int64(fl.slots) && !time.Now().Before(holdUntil) {
 			if cd := c.cfg.FetchCooldown; cd > 0 {
 				if wait := cd - time.Since(last); wait > 0 && !sleepCtx(ctx, wait) {
@@ -135,62 +142,91 @@ func (fl *fetchLoop) run(ctx context.Context) {
 	}
 }
 
-// claim claims up to the free slots (at most the batch size) in one call and starts the
-// jobs. When the completer holds completions, the loop takes them and the call is
-// jobs_complete_and_claim, which records them before it claims (one commit instead of two);
-// otherwise it is jobs_claim. It reports whether it got all it asked for and, when it did
-// not and the queue has a rate limit, how long until the limit allows the next start
-// (rateWait, 0 when there is nothing to wait for). The claim runs to its end even when ctx
-// is cancelled meanwhile, so that its jobs can be released at once instead of waiting out
-// their lease; they are not started then. source is what made the loop claim, for the
-// ClaimHook.
-//
-// A call that fails is not repeated as a whole. Its completions go back to the completer,
-// which sends them again (they are fenced: a pair already recorded is refused, never done
-// twice). Its claim, if it committed before the failure, is never seen, so none of its
-// jobs starts here; they come back when their lease expires, and the loop's next claim is
-// a new one.
+// claim claims up to the free slots (at most the batch size) in one jobs_claim call and
+// starts the jobs. It reports whether it got all it asked for and, when it did not and the
+// queue has a rate limit, how long until the limit allows the next start (rateWait, 0 when
+// there is nothing to wait for). The claim runs to its end even when ctx is cancelled
+// meanwhile, so that its jobs can be released at once instead of waiting out their lease;
+// they are not started then. source is what made the loop claim, for the ClaimHook. When
+// a claim of the completer has just taken the free slots, it claims nothing and reports
+// full, so the loop claims again once slots free up.
 func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, rateWait time.Duration, err error) {
 	c := fl.c
-	want := min(fl.slots-int(fl.active.Load()), fl.batch)
-	fl.carried = c.completer.take(fl.carried[:0], BatchSizeMax)
-	carried := fl.carried
-	defer clear(carried) // let the executions go
+	want := fl.reserve()
+	if want == 0 {
+		return true, 0, nil
+	}
 	claimedAt := time.Now()
 	qctx, cancel := context.WithTimeout(c.workCtx, opTimeout)
 	defer cancel()
-	buf, completed, err := fl.query(qctx, want, carried)
+	rows, err := c.pool.Query(qctx, claimSQL, c.cfg.ID, int32(want), fl.queues, c.cfg.Lease)
+	if err != nil {
+		fl.unreserve(want)
+		return false, 0, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
+	}
+	buf, _, err := scanClaimed(rows, fl.scratch[:0], false)
 	fl.scratch = buf[:0]
 	defer clear(buf) // drop the payloads from the reused buffer
 	if err != nil {
-		if len(carried) > 0 {
-			c.completer.putBack(carried)
-		}
+		fl.unreserve(want)
 		// Whether the claim committed is unknown. Its jobs are not run: if it did commit,
 		// they come back when their lease expires.
 		return false, 0, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
 	}
-	if len(carried) > 0 {
-		clear(fl.done)
-		for _, id := range completed {
-			fl.done[id] = struct{}{}
-		}
-		c.reportCompletions(carried, fl.done)
-	}
 	if c.claimHook != nil {
 		c.claimHook.HandleClaim(&ClaimEvent{Queue: fl.queue, Wake: source, Asked: want, Claimed: len(buf),
-			Completed: len(completed), Duration: time.Since(claimedAt)})
+			Duration: time.Since(claimedAt)})
 	}
 	if ctx.Err() != nil {
+		fl.unreserve(want)
 		if len(buf) > 0 {
 			fl.release(buf)
 		}
 		return false, 0, nil
 	}
+	fl.unreserve(want - len(buf))
 	if len(buf) == 0 {
 		return false, fl.rateWait(qctx), nil
 	}
+	fl.start(buf, claimedAt)
+	if len(buf) == want {
+		return true, 0, nil
+	}
+	// Asked after the jobs are started, so the round trip delays none of them.
+	return false, fl.rateWait(qctx), nil
+}
 
+// reserve takes up to the batch size of the loop's free slots for one claim, the loop's own
+// or the completer's, and returns how many (0 when none are free). They count as active
+// until the claim's jobs finish; unreserve gives back those the claim did not fill.
+func (fl *fetchLoop) reserve() int {
+	for {
+		active := fl.active.Load()
+		n := min(int64(fl.slots)-active, int64(fl.batch))
+		if n <= 0 {
+			return 0
+		}
+		if fl.active.CompareAndSwap(active, active+n) {
+			return int(n)
+		}
+	}
+}
+
+// unreserve gives back n reserved slots and wakes the loop, which may claim them.
+func (fl *fetchLoop) unreserve(n int) {
+	if n <= 0 {
+		return
+	}
+	fl.active.Add(-int64(n))
+	select {
+	case fl.freed <- struct{}{}:
+	default:
+	}
+}
+
+// start hands claimed jobs, whose slots are reserved, to worker goroutines.
+func (fl *fetchLoop) start(buf []JobRow, claimedAt time.Time) {
+	c := fl.c
 	exs := make([]execution, len(buf))
 	leaseUntil := claimedAt.Add(c.cfg.Lease).UnixNano()
 	fl.mu.Lock()
@@ -202,7 +238,6 @@ func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, r
 		fl.running[ex.row.ID] = ex
 	}
 	fl.mu.Unlock()
-	fl.active.Add(int64(len(exs)))
 	c.jobs.Add(len(exs))
 	for i := range exs {
 		select {
@@ -211,50 +246,25 @@ func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, r
 			go fl.worker(&exs[i])
 		}
 	}
-	if len(exs) == want {
-		return true, 0, nil
-	}
-	// Asked after the jobs are started, so the round trip delays none of them.
-	return false, fl.rateWait(qctx), nil
 }
 
-// query sends the claim, with the carried completions when there are any, and returns the
-// claimed rows (in fl.scratch) and the ids completed. On error the rows read so far are
-// returned only to be cleared.
-func (fl *fetchLoop) query(ctx context.Context, want int, carried []completion) (buf []JobRow, completed []int64, err error) {
-	c := fl.c
-	buf = fl.scratch[:0]
-	var rows pgx.Rows
-	if len(carried) == 0 {
-		rows, err = c.pool.Query(ctx, claimSQL, c.cfg.ID, int32(want), fl.queues, c.cfg.Lease)
-	} else {
-		fl.ids, fl.attempts = fl.ids[:0], fl.attempts[:0]
-		for _, cm := range carried {
-			fl.ids = append(fl.ids, cm.ex.row.ID)
-			fl.attempts = append(fl.attempts, int32(cm.ex.row.Attempt))
-		}
-		rows, err = c.pool.Query(ctx, completeAndClaimSQL, c.cfg.ID, fl.ids, fl.attempts, int32(want), fl.queues,
-			c.cfg.Lease)
-	}
-	if err != nil {
-		return buf, nil, err
-	}
+// scanClaimed reads the rows of claimSQL, or of completeAndClaimSQL when withCompleted
+// (then also the ids completed), appending the jobs to buf. On error the rows read so far
+// are returned only to be cleared.
+func scanClaimed(rows pgx.Rows, buf []JobRow, withCompleted bool) (_ []JobRow, completed []int64, err error) {
 	defer rows.Close()
 	var meta []byte
 	for first := true; rows.Next(); first = false {
-		if len(carried) > 0 && first {
-			// The first row carries completed; with no job claimed it is the only row,
-			// and its job columns are NULL.
-			if rows.RawValues()[1] == nil {
-				if err := rows.Scan(&completed, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
-					return buf, nil, err
-				}
-				continue
+		if withCompleted && first && rows.RawValues()[1] == nil {
+			// No job claimed: the only row carries completed, its job columns are NULL.
+			if err := rows.Scan(&completed, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+				return buf, nil, err
 			}
+			continue
 		}
 		buf = append(buf, JobRow{})
 		r := &buf[len(buf)-1]
-		if len(carried) > 0 {
+		if withCompleted {
 			var head any // completed, on the first row only; nil skips the column
 			if first {
 				head = &completed
