@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +47,9 @@ type Client struct {
 	// have stopped claiming, and Run is about to wait for the jobs).
 	claimsMu      sync.RWMutex
 	claimsStopped bool
+	// claimsStopping is claimsStopped for readers that may not take claimsMu (a worker
+	// holding a fetch loop's mutex): no job claimed ahead starts once it is set.
+	claimsStopping atomic.Bool
 }
 
 // NewClient makes a client that works the queues of cfg with connections from pool. It
@@ -185,6 +189,7 @@ func (c *Client) Run(ctx context.Context) error {
 	// 1. Stop claiming.
 	c.claimsMu.Lock()
 	c.claimsStopped = true
+	c.claimsStopping.Store(true)
 	c.claimsMu.Unlock()
 	stopFetching()
 	loops.Wait()

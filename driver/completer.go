@@ -172,6 +172,12 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 		cp.ids = append(cp.ids, cm.ex.row.ID)
 		cp.attempts = append(cp.attempts, int32(cm.ex.row.Attempt))
 	}
+	// Fetch loops that left their claim to this batch claim themselves if it did not.
+	defer func() {
+		for _, fl := range c.queueOrder {
+			signal(fl.freed)
+		}
+	}()
 	var b backoff
 	for {
 		err := cp.call(ctx)
@@ -277,7 +283,7 @@ func (cp *completer) claimFor() (fl *fetchLoop, want int, source WakeSource) {
 	for i := range loops {
 		fl := loops[(cp.next+i)%len(loops)]
 		s := WakeSource(fl.wantSource.Load())
-		if s == 0 {
+		if s == 0 || !fl.slotFree() {
 			continue
 		}
 		if want := fl.reserve(); want > 0 {

@@ -19,6 +19,8 @@ type fetchLoop struct {
 	queues []string // {queue}: jobs_claim's queues argument
 	slots  int
 	batch  int
+	ahead  int           // QueueConfig.ClaimAhead
+	ttl    time.Duration // how long a job claimed ahead may wait in buffer
 
 	active atomic.Int64    // jobs claimed and not yet finished
 	wake   chan struct{}   // a notification arrived (size 1: wake-ups coalesce)
@@ -26,7 +28,9 @@ type fetchLoop struct {
 	idle   chan *execution // hands a job to an idle worker goroutine (unbuffered)
 
 	mu      sync.Mutex
-	running map[int64]*execution // for heartbeats; guarded by mu
+	running map[int64]*execution // for heartbeats, buffered jobs included; guarded by mu
+	busy    int                  // jobs handed to workers and not finished; guarded by mu
+	buffer  []*execution         // jobs claimed ahead, oldest first; guarded by mu
 
 	scratch []JobRow // the loop's buffer for claimed rows
 
@@ -48,6 +52,8 @@ func newFetchLoop(c *Client, queue string, q QueueConfig) *fetchLoop {
 		queues:  []string{queue},
 		slots:   q.Slots,
 		batch:   q.BatchSize,
+		ahead:   q.ClaimAhead,
+		ttl:     min(ClaimAheadTTL, c.cfg.Lease/2), // returned before the lease could end, heartbeat or not
 		wake:    make(chan struct{}, 1),
 		freed:   make(chan struct{}, 1),
 		idle:    make(chan *execution),
@@ -80,17 +86,41 @@ func (fl *fetchLoop) run(ctx context.Context) {
 	poll := time.NewTimer(jitter(c.cfg.PollInterval, 0.1))
 	defer poll.Stop()
 	defer fl.wantSource.Store(0)
+	defer fl.returnBuffered(true)      // jobs claimed ahead go back at shutdown
+	expire := time.NewTimer(time.Hour) // the oldest buffered job's TTL
+	expire.Stop()
+	defer expire.Stop()
 	want := true        // claim at start: jobs may have been enqueued while nobody listened
 	source := WakeStart // why want is true, for the ClaimHook
 	var last, holdUntil time.Time
 	var b backoff
 	for {
+		if fl.ahead > 0 {
+			if oldest := fl.returnBuffered(false); !oldest.IsZero() {
+				expire.Reset(time.Until(oldest.Add(fl.ttl)))
+			}
+		}
 		if want && !time.Now().Before(holdUntil) {
 			fl.wantSource.Store(int32(source))
 		} else {
 			fl.wantSource.Store(0)
 		}
-		if want && fl.active.Load() < int64(fl.slots) && !time.Now().Before(holdUntil) {
+		if want && fl.active.Load() < int64(fl.slots+fl.ahead) && fl.slotFree() && !time.Now().Before(holdUntil) {
+			if source == WakeBacklog && c.completer.size() > 0 {
+				// Slots freed by finished jobs: the batch of their completions, due within
+				// CompleteBatchDelay, claims for the loop in the same call (one commit), and
+				// wakes the loop when it is sent.
+				select {
+				case <-ctx.Done():
+					return
+				case <-fl.freed:
+				case <-fl.wake:
+				case <-poll.C:
+					poll.Reset(jitter(c.cfg.PollInterval, 0.1))
+				case <-expire.C:
+				}
+				continue
+			}
 			if cd := c.cfg.FetchCooldown; cd > 0 {
 				if wait := cd - time.Since(last); wait > 0 && !sleepCtx(ctx, wait) {
 					return
@@ -134,6 +164,7 @@ func (fl *fetchLoop) run(ctx context.Context) {
 				want, source = true, WakeNotify
 			}
 		case <-fl.freed:
+		case <-expire.C:
 		case <-poll.C:
 			if !want {
 				want, source = true, WakePoll // the claim rearms the timer
@@ -196,13 +227,14 @@ func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, r
 	return false, fl.rateWait(qctx), nil
 }
 
-// reserve takes up to the batch size of the loop's free slots for one claim, the loop's own
-// or the completer's, and returns how many (0 when none are free). They count as active
-// until the claim's jobs finish; unreserve gives back those the claim did not fill.
+// reserve takes up to the batch size of the loop's free slots (and free places in the
+// claim-ahead buffer) for one claim, the loop's own or the completer's, and returns how
+// many (0 when none are free). They count as active until the claim's jobs finish;
+// unreserve gives back those the claim did not fill.
 func (fl *fetchLoop) reserve() int {
 	for {
 		active := fl.active.Load()
-		n := min(int64(fl.slots)-active, int64(fl.batch))
+		n := min(int64(fl.slots+fl.ahead)-active, int64(fl.batch))
 		if n <= 0 {
 			return 0
 		}
@@ -224,28 +256,117 @@ func (fl *fetchLoop) unreserve(n int) {
 	}
 }
 
-// start hands claimed jobs, whose slots are reserved, to worker goroutines.
+// start hands claimed jobs, whose slots are reserved, to worker goroutines: as many as
+// there are free slots, the oldest first; the rest wait in the claim-ahead buffer for a
+// worker that finishes (finish) or for their TTL (returnBuffered).
 func (fl *fetchLoop) start(buf []JobRow, claimedAt time.Time) {
 	c := fl.c
 	exs := make([]execution, len(buf))
 	leaseUntil := claimedAt.Add(c.cfg.Lease).UnixNano()
+	// Counted before a finishing worker can take one of them from the buffer.
+	c.jobs.Add(len(exs))
+	var ready []*execution
 	fl.mu.Lock()
 	for i := range exs {
 		ex := &exs[i]
 		ex.row = buf[i]
 		ex.leaseUntil.Store(leaseUntil)
 		ex.ctx, ex.cancel = context.WithCancelCause(c.jobsCtx)
+		ex.bufferedAt = claimedAt
 		fl.running[ex.row.ID] = ex
+		fl.buffer = append(fl.buffer, ex)
 	}
+	for {
+		ex := fl.popBuffered()
+		if ex == nil {
+			break
+		}
+		ready = append(ready, ex)
+	}
+	buffered := len(fl.buffer) > 0
 	fl.mu.Unlock()
-	c.jobs.Add(len(exs))
-	for i := range exs {
+	for _, ex := range ready {
 		select {
-		case fl.idle <- &exs[i]:
+		case fl.idle <- ex:
 		default:
-			go fl.worker(&exs[i])
+			go fl.worker(ex)
 		}
 	}
+	if buffered {
+		// The loop arms the TTL of what is buffered (this may run in the completer).
+		select {
+		case fl.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// slotFree reports whether a claim is due: always without claim-ahead (the free slots are
+// counted by reserve); with it, only while a slot is free (and so the buffer empty). So
+// jobs are claimed ahead when a slot frees, not again and again while long jobs fill every
+// slot and the buffered ones go back after their TTL.
+func (fl *fetchLoop) slotFree() bool {
+	if fl.ahead == 0 {
+		return true
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.busy < fl.slots
+}
+
+// popBuffered takes the oldest buffered job for a free slot, or returns nil when there is
+// no free slot or no buffered job. fl.mu must be held.
+func (fl *fetchLoop) popBuffered() *execution {
+	if fl.busy >= fl.slots || len(fl.buffer) == 0 || fl.c.claimsStopping.Load() {
+		return nil
+	}
+	ex := fl.buffer[0]
+	fl.buffer[0] = nil
+	fl.buffer = fl.buffer[1:]
+	fl.busy++
+	return ex
+}
+
+// returnBuffered gives back the jobs claimed ahead that have waited longer than the TTL,
+// or all of them, in one round trip (jobs_snooze's rule: queued again at once, no attempt
+// spent, a new attempt number at the next claim), and returns when the oldest job still
+// buffered was claimed (zero when none is).
+func (fl *fetchLoop) returnBuffered(all bool) (oldest time.Time) {
+	fl.mu.Lock()
+	cut := time.Now().Add(-fl.ttl)
+	n := 0
+	for n < len(fl.buffer) && (all || fl.buffer[n].bufferedAt.Before(cut)) {
+		n++
+	}
+	out := make([]*execution, n)
+	copy(out, fl.buffer[:n])
+	for _, ex := range out {
+		delete(fl.running, ex.row.ID)
+	}
+	clear(fl.buffer[:n])
+	fl.buffer = fl.buffer[n:]
+	if len(fl.buffer) > 0 {
+		oldest = fl.buffer[0].bufferedAt
+	}
+	fl.mu.Unlock()
+	if n == 0 {
+		return oldest
+	}
+	rows := make([]JobRow, n)
+	for i, ex := range out {
+		rows[i] = ex.row
+		ex.cancel(context.Canceled)
+	}
+	reason := "returned jobs claimed ahead that waited longer than their TTL"
+	if all {
+		reason = "returned jobs claimed ahead at shutdown"
+	}
+	fl.releaseRows(rows, reason)
+	fl.unreserve(n)
+	for range n {
+		fl.c.jobs.Done()
+	}
+	return oldest
 }
 
 // scanClaimed reads the rows of claimSQL, or of completeAndClaimSQL when withCompleted
@@ -314,6 +435,12 @@ func (fl *fetchLoop) rateWait(ctx context.Context) time.Duration {
 // release gives back jobs claimed after shutdown began: queued again and ready now,
 // without spending an attempt, in one round trip. If it fails their leases expire instead.
 func (fl *fetchLoop) release(rows []JobRow) {
+	fl.releaseRows(rows, "released jobs claimed during shutdown")
+}
+
+// releaseRows gives back claimed jobs that were not started (jobs_snooze with run_at now,
+// fenced by their attempts) and logs why; if it fails their leases expire instead.
+func (fl *fetchLoop) releaseRows(rows []JobRow, why string) {
 	c := fl.c
 	batch := &pgx.Batch{}
 	for i := range rows {
@@ -322,9 +449,9 @@ func (fl *fetchLoop) release(rows []JobRow) {
 	ctx, cancel := context.WithTimeout(c.workCtx, opTimeout)
 	defer cancel()
 	if err := c.pool.SendBatch(ctx, batch).Close(); err != nil {
-		c.logger.Warn("failed to release jobs claimed during shutdown; they run again after their lease expires",
-			slog.String("queue", fl.queue), slog.Int("jobs", len(rows)), slog.Any("error", err))
+		c.logger.Warn("failed to give back claimed jobs; they run again after their lease expires",
+			slog.String("queue", fl.queue), slog.String("why", why), slog.Int("jobs", len(rows)), slog.Any("error", err))
 		return
 	}
-	c.logger.Info("released jobs claimed during shutdown", slog.String("queue", fl.queue), slog.Int("jobs", len(rows)))
+	c.logger.Info(why, slog.String("queue", fl.queue), slog.Int("jobs", len(rows)))
 }
