@@ -106,21 +106,6 @@ func (fl *fetchLoop) run(ctx context.Context) {
 			fl.wantSource.Store(0)
 		}
 		if want && fl.active.Load() < int64(fl.slots+fl.ahead) && fl.slotFree() && !time.Now().Before(holdUntil) {
-			if source == WakeBacklog && c.completer.size() > 0 {
-				// Slots freed by finished jobs: the batch of their completions, due within
-				// CompleteBatchDelay, claims for the loop in the same call (one commit), and
-				// wakes the loop when it is sent.
-				select {
-				case <-ctx.Done():
-					return
-				case <-fl.freed:
-				case <-fl.wake:
-				case <-poll.C:
-					poll.Reset(jitter(c.cfg.PollInterval, 0.1))
-				case <-expire.C:
-				}
-				continue
-			}
 			if cd := c.cfg.FetchCooldown; cd > 0 {
 				if wait := cd - time.Since(last); wait > 0 && !sleepCtx(ctx, wait) {
 					return
