@@ -95,6 +95,11 @@ func (fl *fetchLoop) run(ctx context.Context) {
 	var last, holdUntil time.Time
 	var b backoff
 	for {
+		if ctx.Err() != nil {
+			// Shutdown began. Without this check a wake-up that select picked instead of
+			// ctx.Done (such as the NOTIFY of jobs just released) would claim again.
+			return
+		}
 		if fl.ahead > 0 {
 			if oldest := fl.returnBuffered(false); !oldest.IsZero() {
 				expire.Reset(time.Until(oldest.Add(fl.ttl)))
