@@ -189,9 +189,11 @@ type QueueConfig struct {
 	// max_running) and leased: the heartbeat extends their leases like those of running
 	// jobs. A job buffered for longer than ClaimAheadTTL, and every buffered job at
 	// shutdown, is given back with jobs_snooze's rule: queued again at once, its attempt
-	// not spent (max_attempts + 1), and the next claim gives it a new attempt number. At
-	// most BatchSizeMax. Defaults to 0: claims take only free slots, so no client holds jobs
-	// that another one's idle slots could run.
+	// not spent (max_attempts + 1), and the next claim gives it a new attempt number. Jobs
+	// are claimed ahead only while a slot is free. At most BatchSizeMax. Defaults to 0
+	// (claims take only free slots): buffered jobs count against the queue's max_running,
+	// per_key and rate limit while they wait, and a queue of jobs longer than ClaimAheadTTL
+	// returns and claims its buffer again and again, spending attempt numbers.
 	ClaimAhead int
 }
 

@@ -137,9 +137,9 @@
 // slots into a buffer, so that a worker that finishes starts its next job without a round
 // trip. Buffered jobs are running in the database (they count against a queue's
 // max_running) and leased; the heartbeat extends them, and they are given back, without
-// spending an attempt, after [ClaimAheadTTL] (at most half the lease) and at shutdown. A
-// client with claim-ahead holds jobs that another client's idle slots could run, which is
-// why it is off by default.
+// spending an attempt, after [ClaimAheadTTL] (at most half the lease) and at shutdown. It is
+// off by default because buffered jobs count against a queue's flow control (max_running,
+// per_key, rate limit) while they wait, and suits queues of short jobs.
 //
 // # Periodic jobs
 //
