@@ -181,3 +181,25 @@ type claimHookFunc func(e *driver.ClaimEvent)
 
 func (f claimHookFunc) HandleEvent(*driver.Event)        {}
 func (f claimHookFunc) HandleClaim(e *driver.ClaimEvent) { f(e) }
+
+// On a schema without jobs_complete_and_claim (older than version 16) the completer falls
+// back to completing alone: every job is done at its first attempt, none waits for its lease.
+func TestCompletionWithoutCompleteAndClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, err := b.pool.Exec(context.Background(),
+		"DROP FUNCTION jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval)"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "noop", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 4, BatchSize: 4}})
+	cfg.Lease = time.Minute // a dropped completion would show as a job not done in time
+	cfg.CompleteBatchSize = 2
+	enqueueN(t, b, "noop", n)
+	startClient(t, b.pool, cfg)
+	waitUntil(t, 20*time.Second, "every job done", func() bool {
+		return queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state = 'done' AND attempts = 1") == n
+	})
+}

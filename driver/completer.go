@@ -40,6 +40,9 @@ type completer struct {
 	done     map[int64]struct{}
 	scratch  []JobRow // jobs claimed with a batch, reused from call to call
 	next     int      // the fetch loop (in queueOrder) the next claim looks at first
+	// plainOnly: jobs_complete_and_claim cannot be called (fatalSQL), so batches only
+	// complete (completer goroutine only).
+	plainOnly bool
 }
 
 type completion struct {
@@ -245,17 +248,25 @@ func (cp *completer) call(ctx context.Context) error {
 	c := cp.c
 	claimedAt := time.Now()
 	rows, err := c.pool.Query(qctx, completeAndClaimSQL, c.cfg.ID, cp.ids, cp.attempts, int32(want), fl.queues, c.cfg.Lease)
-	if err != nil {
-		fl.unreserve(want)
-		return err
+	var buf []JobRow
+	var completed []int64
+	if err == nil {
+		buf, completed, err = scanClaimed(rows, cp.scratch[:0], true)
+		cp.scratch = buf[:0]
+		defer clear(buf) // drop the payloads from the reused buffer
 	}
-	buf, completed, err := scanClaimed(rows, cp.scratch[:0], true)
-	cp.scratch = buf[:0]
-	defer clear(buf) // drop the payloads from the reused buffer
 	if err != nil {
 		// Its claim is not run: if it did commit, the jobs come back when their lease
 		// expires. Its completions are retried.
 		fl.unreserve(want)
+		if fatalSQL(err) {
+			// A schema older than version 16, or a role without the grant: complete
+			// without claiming from now on, rather than fail every batch.
+			cp.plainOnly = true
+			c.logger.Warn("cannot call jobs_complete_and_claim (run skiplock's migrations); completing without claiming",
+				slog.Any("error", err))
+			return cp.call(ctx)
+		}
 		return err
 	}
 	for _, id := range completed {
@@ -276,7 +287,7 @@ func (cp *completer) call(ctx context.Context) error {
 // reason to claim and free slots, which it reserves (want). nil once shutdown has begun.
 func (cp *completer) claimFor() (fl *fetchLoop, want int, source WakeSource) {
 	c := cp.c
-	if c.stoppingClaims() {
+	if cp.plainOnly || c.stoppingClaims() {
 		return nil, 0, 0
 	}
 	loops := c.queueOrder
