@@ -175,12 +175,6 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 		cp.ids = append(cp.ids, cm.ex.row.ID)
 		cp.attempts = append(cp.attempts, int32(cm.ex.row.Attempt))
 	}
-	// Fetch loops that left their claim to this batch claim themselves if it did not.
-	defer func() {
-		for _, fl := range c.queueOrder {
-			signal(fl.freed)
-		}
-	}()
 	var b backoff
 	for {
 		err := cp.call(ctx)
