@@ -33,7 +33,9 @@ func (s WakeSource) String() string {
 	return "unknown"
 }
 
-// ClaimEvent is one jobs_claim call of a fetch loop that returned, for a [ClaimHook].
+// ClaimEvent is one claim for a fetch loop that returned, for a [ClaimHook]: the loop's own
+// jobs_claim, or a batch of completions sent with a claim for the loop
+// (jobs_complete_and_claim, when the loop had free slots and reason to claim).
 // Claims that failed are not reported (the client logs them).
 type ClaimEvent struct {
 	// Queue is the fetch loop's queue.
@@ -50,14 +52,19 @@ type ClaimEvent struct {
 	// claims, and those finding nothing ready, get 0.
 	Claimed int
 
+	// Completed is how many job completions the call recorded before it claimed, when a
+	// completion batch claimed for the loop (Wake is then why the loop wanted to claim);
+	// 0 for the loop's own jobs_claim.
+	Completed int
+
 	// Duration is the claim's round trip.
 	Duration time.Duration
 }
 
 // ClaimHook is an optional interface of a [Hook]: when Config.Hook also implements it, it
 // receives a ClaimEvent after every claim. HandleClaim is called from the queue's fetch
-// loop goroutine, concurrently for different queues, before the claimed jobs start: it
-// must be safe for concurrent use and return quickly.
+// loop goroutine or the completer's, concurrently, before the claimed jobs start: it must
+// be safe for concurrent use and return quickly.
 type ClaimHook interface {
 	HandleClaim(e *ClaimEvent)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,7 +40,16 @@ type Client struct {
 	workCtx context.Context // database calls; cancelled when Run abandons them
 	jobsCtx context.Context // parent of every handler's context; cancelled with ErrShutdown
 
-	jobs sync.WaitGroup // claimed jobs not yet finished (Add in fetchLoop.claim, Done in finish)
+	jobs sync.WaitGroup // claimed jobs not yet finished (Add in fetchLoop.start, Done in finish)
+
+	// claimsMu guards claimsStopped, set when shutdown begins: from then on the jobs that
+	// the completer claims with a batch are released rather than started (the fetch loops
+	// have stopped claiming, and Run is about to wait for the jobs).
+	claimsMu      sync.RWMutex
+	claimsStopped bool
+	// claimsStopping is claimsStopped for readers that may not take claimsMu (a worker
+	// holding a fetch loop's mutex): no job claimed ahead starts once it is set.
+	claimsStopping atomic.Bool
 }
 
 // NewClient makes a client that works the queues of cfg with connections from pool. It
@@ -177,6 +187,10 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 
 	// 1. Stop claiming.
+	c.claimsMu.Lock()
+	c.claimsStopped = true
+	c.claimsStopping.Store(true)
+	c.claimsMu.Unlock()
 	stopFetching()
 	loops.Wait()
 
@@ -266,4 +280,26 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// stoppingClaims reports whether shutdown has begun, so no claim should start.
+func (c *Client) stoppingClaims() bool {
+	c.claimsMu.RLock()
+	defer c.claimsMu.RUnlock()
+	return c.claimsStopped
+}
+
+// startClaimed starts the jobs that the completer claimed for fl with a batch, or, when
+// shutdown began meanwhile, gives back their slots and releases them (queued again, no
+// attempt spent) instead.
+func (c *Client) startClaimed(fl *fetchLoop, buf []JobRow, claimedAt time.Time) {
+	c.claimsMu.RLock()
+	if !c.claimsStopped {
+		fl.start(buf, claimedAt)
+		c.claimsMu.RUnlock()
+		return
+	}
+	c.claimsMu.RUnlock()
+	fl.unreserve(len(buf))
+	fl.release(buf)
 }

@@ -13,6 +13,12 @@ import (
 // batches grow with the round trip time. A batch that fails because the connection died is
 // retried (the calls are fenced, so repeating one is safe) until it succeeds or Run
 // abandons database calls at the end of shutdown.
+//
+// When a fetch loop has free slots and reason to claim, a batch claims for it in the same
+// call (jobs_complete_and_claim): one commit instead of two, and a second claim in flight
+// beside the loop's own. A retried call claims again, as a new claim; the claim of a call
+// that failed is never seen, so none of its jobs starts twice: if it committed, they come
+// back when their lease expires, like any claim whose result was lost.
 type completer struct {
 	c         *Client
 	batchSize int
@@ -32,6 +38,11 @@ type completer struct {
 	ids      []int64
 	attempts []int32
 	done     map[int64]struct{}
+	scratch  []JobRow // jobs claimed with a batch, reused from call to call
+	next     int      // the fetch loop (in queueOrder) the next claim looks at first
+	// plainOnly: jobs_complete_and_claim cannot be called (fatalSQL), so batches only
+	// complete (completer goroutine only).
+	plainOnly bool
 }
 
 type completion struct {
@@ -182,7 +193,13 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 			return
 		}
 	}
-	if lost := len(batch) - len(cp.done); lost > 0 {
+	c.reportCompletions(batch, cp.done)
+}
+
+// reportCompletions logs the completions of batch that were refused and, with a hook,
+// emits each job's outcome; done holds the ids that were completed.
+func (c *Client) reportCompletions(batch []completion, done map[int64]struct{}) {
+	if lost := len(batch) - len(done); lost > 0 {
 		c.logger.Warn("job completions refused: the jobs were no longer held (lease expired or cancelled)",
 			slog.Int("jobs", lost))
 	}
@@ -190,7 +207,7 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 		return
 	}
 	for _, cm := range batch {
-		if _, ok := cp.done[cm.ex.row.ID]; ok {
+		if _, ok := done[cm.ex.row.ID]; ok {
 			c.emit(cm.ex, EventCompleted, JobStateDone, cm.dur, nil)
 		} else {
 			c.emit(cm.ex, EventLost, "", cm.dur, ErrNotHeld)
@@ -198,24 +215,88 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 	}
 }
 
-// call sends one jobs_complete_many and collects the completed ids into cp.done.
+// call sends one batch, with a claim for a fetch loop that has free slots and reason to
+// claim (jobs_complete_and_claim) or else alone (jobs_complete_many), collects the
+// completed ids into cp.done and starts the jobs claimed.
 func (cp *completer) call(ctx context.Context) error {
 	clear(cp.done) // from an attempt that failed part way
 	qctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	rows, err := cp.c.pool.Query(qctx, completeManySQL, cp.ids, cp.attempts)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var id int64
-	for rows.Next() {
-		if err := rows.Scan(&id); err != nil {
+	fl, want, source := cp.claimFor()
+	if fl == nil {
+		rows, err := cp.c.pool.Query(qctx, completeManySQL, cp.ids, cp.attempts)
+		if err != nil {
 			return err
 		}
+		defer rows.Close()
+		var id int64
+		for rows.Next() {
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			cp.done[id] = struct{}{}
+		}
+		return rows.Err()
+	}
+
+	c := cp.c
+	claimedAt := time.Now()
+	rows, err := c.pool.Query(qctx, completeAndClaimSQL, c.cfg.ID, cp.ids, cp.attempts, int32(want), fl.queues, c.cfg.Lease)
+	var buf []JobRow
+	var completed []int64
+	if err == nil {
+		buf, completed, err = scanClaimed(rows, cp.scratch[:0], true)
+		cp.scratch = buf[:0]
+		defer clear(buf) // drop the payloads from the reused buffer
+	}
+	if err != nil {
+		// Its claim is not run: if it did commit, the jobs come back when their lease
+		// expires. Its completions are retried.
+		fl.unreserve(want)
+		if fatalSQL(err) {
+			// A schema older than version 20, or a role without the grant: complete
+			// without claiming from now on, rather than fail every batch.
+			cp.plainOnly = true
+			c.logger.Warn("cannot call jobs_complete_and_claim (run skiplock's migrations); completing without claiming",
+				slog.Any("error", err))
+			return cp.call(ctx)
+		}
+		return err
+	}
+	for _, id := range completed {
 		cp.done[id] = struct{}{}
 	}
-	return rows.Err()
+	if c.claimHook != nil {
+		c.claimHook.HandleClaim(&ClaimEvent{Queue: fl.queue, Wake: source, Asked: want, Claimed: len(buf),
+			Completed: len(completed), Duration: time.Since(claimedAt)})
+	}
+	fl.unreserve(want - len(buf))
+	if len(buf) > 0 {
+		c.startClaimed(fl, buf, claimedAt)
+	}
+	return nil
+}
+
+// claimFor picks the fetch loop a batch claims for: the next one, round robin, that has
+// reason to claim and free slots, which it reserves (want). nil once shutdown has begun.
+func (cp *completer) claimFor() (fl *fetchLoop, want int, source WakeSource) {
+	c := cp.c
+	if cp.plainOnly || c.stoppingClaims() {
+		return nil, 0, 0
+	}
+	loops := c.queueOrder
+	for i := range loops {
+		fl := loops[(cp.next+i)%len(loops)]
+		s := WakeSource(fl.wantSource.Load())
+		if s == 0 || !fl.slotFree() {
+			continue
+		}
+		if want := fl.reserve(); want > 0 {
+			cp.next = (cp.next + i + 1) % len(loops)
+			return fl, want, s
+		}
+	}
+	return nil, 0, 0
 }
 
 func signal(ch chan struct{}) {

@@ -179,10 +179,28 @@ type QueueConfig struct {
 	Slots int
 
 	// BatchSize is the most jobs one claim takes; a claim never takes more than the free
-	// slots. At most BatchSizeMax. Defaults to Slots or BatchSizeDefault, whichever is
-	// smaller.
+	// slots (plus ClaimAhead). At most BatchSizeMax. Defaults to Slots + ClaimAhead or
+	// BatchSizeDefault, whichever is smaller.
 	BatchSize int
+
+	// ClaimAhead is how many jobs beyond the free slots a claim may take into a local
+	// buffer, so that a slot that frees starts its next job at once, without a round trip.
+	// Buffered jobs are claimed (running, at their new attempt, and counted by the queue's
+	// max_running) and leased: the heartbeat extends their leases like those of running
+	// jobs. A job buffered for longer than ClaimAheadTTL, and every buffered job at
+	// shutdown, is given back with jobs_snooze's rule: queued again at once, its attempt
+	// not spent (max_attempts + 1), and the next claim gives it a new attempt number. Jobs
+	// are claimed ahead only while a slot is free. At most BatchSizeMax. Defaults to 0
+	// (claims take only free slots): buffered jobs count against the queue's max_running,
+	// per_key and rate limit while they wait, and a queue of jobs longer than ClaimAheadTTL
+	// returns and claims its buffer again and again, spending attempt numbers.
+	ClaimAhead int
 }
+
+// ClaimAheadTTL is the longest a job claimed ahead (QueueConfig.ClaimAhead) waits in the
+// buffer before it is given back; it is checked when the fetch loop wakes (at least every
+// PollInterval).
+const ClaimAheadTTL = 2 * time.Second
 
 // validate checks the fields as given (zero meaning default) and returns the configuration
 // with its defaults filled in.
@@ -214,12 +232,14 @@ func (c *Config) validate() (*Config, error) {
 			return nil, invalid(field+".Slots", "must not be negative, got %d", q.Slots)
 		case q.BatchSize < 0 || q.BatchSize > BatchSizeMax:
 			return nil, invalid(field+".BatchSize", "must be between 0 and %d, got %d", BatchSizeMax, q.BatchSize)
+		case q.ClaimAhead < 0 || q.ClaimAhead > BatchSizeMax:
+			return nil, invalid(field+".ClaimAhead", "must be between 0 and %d, got %d", BatchSizeMax, q.ClaimAhead)
 		}
 		if q.Slots == 0 {
 			q.Slots = SlotsDefault
 		}
 		if q.BatchSize == 0 {
-			q.BatchSize = min(q.Slots, BatchSizeDefault)
+			q.BatchSize = min(q.Slots+q.ClaimAhead, BatchSizeDefault)
 		}
 		queues[name] = q
 	}

@@ -133,6 +133,22 @@
 // repeating them is safe. Only when shutdown stops waiting for the database are completions
 // dropped, with an error logged; those jobs run again after their lease expires.
 //
+// When a queue's fetch loop has free slots and reason to claim (its last claim filled every
+// slot it asked for, or a notification or the poll woke it), a batch also claims for it, in
+// one jobs_complete_and_claim call: one commit instead of two. A retried batch claims anew;
+// the claim of a call whose result was lost never starts, and its jobs come back when their
+// lease expires, like any lost claim.
+//
+// # Claiming ahead
+//
+// [QueueConfig.ClaimAhead] (off by default) lets a claim take that many jobs beyond the free
+// slots into a buffer, so that a worker that finishes starts its next job without a round
+// trip. Buffered jobs are running in the database (they count against a queue's
+// max_running) and leased; the heartbeat extends them, and they are given back, without
+// spending an attempt, after [ClaimAheadTTL] (at most half the lease) and at shutdown. It is
+// off by default because buffered jobs count against a queue's flow control (max_running,
+// per_key, rate limit) while they wait, and suits queues of short jobs.
+//
 // # Periodic jobs
 //
 // Durable cron schedules live in the database (jobs_schedules), not in the client, so runs

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -20,6 +19,8 @@ type fetchLoop struct {
 	queues []string // {queue}: jobs_claim's queues argument
 	slots  int
 	batch  int
+	ahead  int           // QueueConfig.ClaimAhead
+	ttl    time.Duration // how long a job claimed ahead may wait in buffer
 
 	active atomic.Int64    // jobs claimed and not yet finished
 	wake   chan struct{}   // a notification arrived (size 1: wake-ups coalesce)
@@ -27,9 +28,16 @@ type fetchLoop struct {
 	idle   chan *execution // hands a job to an idle worker goroutine (unbuffered)
 
 	mu      sync.Mutex
-	running map[int64]*execution // for heartbeats; guarded by mu
+	running map[int64]*execution // for heartbeats, buffered jobs included; guarded by mu
+	busy    int                  // jobs handed to workers and not finished; guarded by mu
+	buffer  []*execution         // jobs claimed ahead, oldest first; guarded by mu
 
 	scratch []JobRow // the loop's buffer for claimed rows
+
+	// wantSource is why the loop would claim now (a WakeSource), or 0 when it has no reason
+	// to (or holds its claims for a rate limit). The completer reads it to claim for the
+	// loop with a batch of completions (completer.go).
+	wantSource atomic.Int32
 
 	// What the last jobs_next_start said, for rateWait (used by the loop goroutine only):
 	// whether the queue has a rate limit, and when it was asked.
@@ -44,6 +52,8 @@ func newFetchLoop(c *Client, queue string, q QueueConfig) *fetchLoop {
 		queues:  []string{queue},
 		slots:   q.Slots,
 		batch:   q.BatchSize,
+		ahead:   q.ClaimAhead,
+		ttl:     min(ClaimAheadTTL, c.cfg.Lease/2), // returned before the lease could end, heartbeat or not
 		wake:    make(chan struct{}, 1),
 		freed:   make(chan struct{}, 1),
 		idle:    make(chan *execution),
@@ -67,16 +77,40 @@ func (fl *fetchLoop) wakeUp() {
 // fully limited queue's claims come back empty, so the loop waits like an idle one. When a
 // rate limit cut a claim short, the loop holds its claims until the next start is allowed
 // (at most one poll interval), ignoring notifications meanwhile, and claims again then.
+//
+// The completer may claim for the loop too, with the completions it sends (one call, one
+// commit): it does when the loop has reason to claim (wantSource) and free slots. Both
+// reserve the slots they claim for (reserve), so together they never claim beyond them.
 func (fl *fetchLoop) run(ctx context.Context) {
 	c := fl.c
 	poll := time.NewTimer(jitter(c.cfg.PollInterval, 0.1))
 	defer poll.Stop()
+	defer fl.wantSource.Store(0)
+	defer fl.returnBuffered(true)      // jobs claimed ahead go back at shutdown
+	expire := time.NewTimer(time.Hour) // the oldest buffered job's TTL
+	expire.Stop()
+	defer expire.Stop()
 	want := true        // claim at start: jobs may have been enqueued while nobody listened
 	source := WakeStart // why want is true, for the ClaimHook
 	var last, holdUntil time.Time
 	var b backoff
 	for {
-		if want && fl.active.Load() < int64(fl.slots) && !time.Now().Before(holdUntil) {
+		if ctx.Err() != nil {
+			// Shutdown began. Without this check a wake-up that select picked instead of
+			// ctx.Done (such as the NOTIFY of jobs just released) would claim again.
+			return
+		}
+		if fl.ahead > 0 {
+			if oldest := fl.returnBuffered(false); !oldest.IsZero() {
+				expire.Reset(time.Until(oldest.Add(fl.ttl)))
+			}
+		}
+		if want && !time.Now().Before(holdUntil) {
+			fl.wantSource.Store(int32(source))
+		} else {
+			fl.wantSource.Store(0)
+		}
+		if want && fl.active.Load() < int64(fl.slots+fl.ahead) && fl.slotFree() && !time.Now().Before(holdUntil) {
 			if cd := c.cfg.FetchCooldown; cd > 0 {
 				if wait := cd - time.Since(last); wait > 0 && !sleepCtx(ctx, wait) {
 					return
@@ -120,6 +154,7 @@ func (fl *fetchLoop) run(ctx context.Context) {
 				want, source = true, WakeNotify
 			}
 		case <-fl.freed:
+		case <-expire.C:
 		case <-poll.C:
 			if !want {
 				want, source = true, WakePoll // the claim rearms the timer
@@ -133,35 +168,28 @@ func (fl *fetchLoop) run(ctx context.Context) {
 // queue has a rate limit, how long until the limit allows the next start (rateWait, 0 when
 // there is nothing to wait for). The claim runs to its end even when ctx is cancelled
 // meanwhile, so that its jobs can be released at once instead of waiting out their lease;
-// they are not started then. source is what made the loop claim, for the ClaimHook.
+// they are not started then. source is what made the loop claim, for the ClaimHook. When
+// a claim of the completer has just taken the free slots, it claims nothing and reports
+// full, so the loop claims again once slots free up.
 func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, rateWait time.Duration, err error) {
 	c := fl.c
-	want := min(fl.slots-int(fl.active.Load()), fl.batch)
+	want := fl.reserve()
+	if want == 0 {
+		return true, 0, nil
+	}
 	claimedAt := time.Now()
 	qctx, cancel := context.WithTimeout(c.workCtx, opTimeout)
 	defer cancel()
 	rows, err := c.pool.Query(qctx, claimSQL, c.cfg.ID, int32(want), fl.queues, c.cfg.Lease)
 	if err != nil {
+		fl.unreserve(want)
 		return false, 0, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
 	}
-	buf := fl.scratch[:0]
-	var scanErr error
-	var meta []byte
-	for rows.Next() {
-		buf = append(buf, JobRow{})
-		r := &buf[len(buf)-1]
-		if scanErr = rows.Scan(&r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
-			&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta); scanErr != nil {
-			break
-		}
-		if meta != nil {
-			r.Meta = decodeMeta(meta)
-		}
-	}
-	rows.Close()
+	buf, _, err := scanClaimed(rows, fl.scratch[:0], false)
 	fl.scratch = buf[:0]
 	defer clear(buf) // drop the payloads from the reused buffer
-	if err := errors.Join(scanErr, rows.Err()); err != nil {
+	if err != nil {
+		fl.unreserve(want)
 		// Whether the claim committed is unknown. Its jobs are not run: if it did commit,
 		// they come back when their lease expires.
 		return false, 0, fmt.Errorf("failed to claim jobs from queue %q: %w", fl.queue, err)
@@ -171,40 +199,202 @@ func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, r
 			Duration: time.Since(claimedAt)})
 	}
 	if ctx.Err() != nil {
+		fl.unreserve(want)
 		if len(buf) > 0 {
 			fl.release(buf)
 		}
 		return false, 0, nil
 	}
+	fl.unreserve(want - len(buf))
 	if len(buf) == 0 {
 		return false, fl.rateWait(qctx), nil
 	}
+	fl.start(buf, claimedAt)
+	if len(buf) == want {
+		return true, 0, nil
+	}
+	// Asked after the jobs are started, so the round trip delays none of them.
+	return false, fl.rateWait(qctx), nil
+}
 
+// reserve takes up to the batch size of the loop's free slots (and free places in the
+// claim-ahead buffer) for one claim, the loop's own or the completer's, and returns how
+// many (0 when none are free). They count as active until the claim's jobs finish;
+// unreserve gives back those the claim did not fill.
+func (fl *fetchLoop) reserve() int {
+	for {
+		active := fl.active.Load()
+		n := min(int64(fl.slots+fl.ahead)-active, int64(fl.batch))
+		if n <= 0 {
+			return 0
+		}
+		if fl.active.CompareAndSwap(active, active+n) {
+			return int(n)
+		}
+	}
+}
+
+// unreserve gives back n reserved slots and wakes the loop, which may claim them.
+func (fl *fetchLoop) unreserve(n int) {
+	if n <= 0 {
+		return
+	}
+	fl.active.Add(-int64(n))
+	select {
+	case fl.freed <- struct{}{}:
+	default:
+	}
+}
+
+// start hands claimed jobs, whose slots are reserved, to worker goroutines: as many as
+// there are free slots, the oldest first; the rest wait in the claim-ahead buffer for a
+// worker that finishes (finish) or for their TTL (returnBuffered).
+func (fl *fetchLoop) start(buf []JobRow, claimedAt time.Time) {
+	c := fl.c
 	exs := make([]execution, len(buf))
 	leaseUntil := claimedAt.Add(c.cfg.Lease).UnixNano()
+	// Counted before a finishing worker can take one of them from the buffer.
+	c.jobs.Add(len(exs))
+	var ready []*execution
 	fl.mu.Lock()
 	for i := range exs {
 		ex := &exs[i]
 		ex.row = buf[i]
 		ex.leaseUntil.Store(leaseUntil)
 		ex.ctx, ex.cancel = context.WithCancelCause(c.jobsCtx)
+		ex.bufferedAt = claimedAt
 		fl.running[ex.row.ID] = ex
+		fl.buffer = append(fl.buffer, ex)
 	}
+	for {
+		ex := fl.popBuffered()
+		if ex == nil {
+			break
+		}
+		ready = append(ready, ex)
+	}
+	buffered := len(fl.buffer) > 0
 	fl.mu.Unlock()
-	fl.active.Add(int64(len(exs)))
-	c.jobs.Add(len(exs))
-	for i := range exs {
+	for _, ex := range ready {
 		select {
-		case fl.idle <- &exs[i]:
+		case fl.idle <- ex:
 		default:
-			go fl.worker(&exs[i])
+			go fl.worker(ex)
 		}
 	}
-	if len(exs) == want {
-		return true, 0, nil
+	if buffered {
+		// The loop arms the TTL of what is buffered (this may run in the completer).
+		select {
+		case fl.freed <- struct{}{}:
+		default:
+		}
 	}
-	// Asked after the jobs are started, so the round trip delays none of them.
-	return false, fl.rateWait(qctx), nil
+}
+
+// slotFree reports whether a claim is due: always without claim-ahead (the free slots are
+// counted by reserve); with it, only while a slot is free (and so the buffer empty). So
+// jobs are claimed ahead when a slot frees, not again and again while long jobs fill every
+// slot and the buffered ones go back after their TTL.
+func (fl *fetchLoop) slotFree() bool {
+	if fl.ahead == 0 {
+		return true
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.busy < fl.slots
+}
+
+// popBuffered takes the oldest buffered job for a free slot, or returns nil when there is
+// no free slot or no buffered job. fl.mu must be held.
+func (fl *fetchLoop) popBuffered() *execution {
+	if fl.busy >= fl.slots || len(fl.buffer) == 0 || fl.c.claimsStopping.Load() {
+		return nil
+	}
+	ex := fl.buffer[0]
+	fl.buffer[0] = nil
+	fl.buffer = fl.buffer[1:]
+	fl.busy++
+	return ex
+}
+
+// returnBuffered gives back the jobs claimed ahead that have waited longer than the TTL,
+// or all of them, in one round trip (jobs_snooze's rule: queued again at once, no attempt
+// spent, a new attempt number at the next claim), and returns when the oldest job still
+// buffered was claimed (zero when none is).
+func (fl *fetchLoop) returnBuffered(all bool) (oldest time.Time) {
+	fl.mu.Lock()
+	cut := time.Now().Add(-fl.ttl)
+	n := 0
+	for n < len(fl.buffer) && (all || fl.buffer[n].bufferedAt.Before(cut)) {
+		n++
+	}
+	out := make([]*execution, n)
+	copy(out, fl.buffer[:n])
+	for _, ex := range out {
+		delete(fl.running, ex.row.ID)
+	}
+	clear(fl.buffer[:n])
+	fl.buffer = fl.buffer[n:]
+	if len(fl.buffer) > 0 {
+		oldest = fl.buffer[0].bufferedAt
+	}
+	fl.mu.Unlock()
+	if n == 0 {
+		return oldest
+	}
+	rows := make([]JobRow, n)
+	for i, ex := range out {
+		rows[i] = ex.row
+		ex.cancel(context.Canceled)
+	}
+	reason := "returned jobs claimed ahead that waited longer than their TTL"
+	if all {
+		reason = "returned jobs claimed ahead at shutdown"
+	}
+	fl.releaseRows(rows, reason)
+	fl.unreserve(n)
+	for range n {
+		fl.c.jobs.Done()
+	}
+	return oldest
+}
+
+// scanClaimed reads the rows of claimSQL, or of completeAndClaimSQL when withCompleted
+// (then also the ids completed), appending the jobs to buf. On error the rows read so far
+// are returned only to be cleared.
+func scanClaimed(rows pgx.Rows, buf []JobRow, withCompleted bool) (_ []JobRow, completed []int64, err error) {
+	defer rows.Close()
+	var meta []byte
+	for first := true; rows.Next(); first = false {
+		if withCompleted && first && rows.RawValues()[1] == nil {
+			// No job claimed: the only row carries completed, its job columns are NULL.
+			if err := rows.Scan(&completed, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+				return buf, nil, err
+			}
+			continue
+		}
+		buf = append(buf, JobRow{})
+		r := &buf[len(buf)-1]
+		if withCompleted {
+			var head any // completed, on the first row only; nil skips the column
+			if first {
+				head = &completed
+			}
+			err = rows.Scan(head, &r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
+				&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta)
+		} else {
+			err = rows.Scan(&r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
+				&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta)
+		}
+		if err != nil {
+			return buf, nil, err
+		}
+		if meta != nil {
+			r.Meta = decodeMeta(meta)
+		}
+	}
+	rows.Close()
+	return buf, completed, rows.Err()
 }
 
 // rateWait asks, after a claim that came back short, how long until the queue's rate limit
@@ -235,6 +425,12 @@ func (fl *fetchLoop) rateWait(ctx context.Context) time.Duration {
 // release gives back jobs claimed after shutdown began: queued again and ready now,
 // without spending an attempt, in one round trip. If it fails their leases expire instead.
 func (fl *fetchLoop) release(rows []JobRow) {
+	fl.releaseRows(rows, "released jobs claimed during shutdown")
+}
+
+// releaseRows gives back claimed jobs that were not started (jobs_snooze with run_at now,
+// fenced by their attempts) and logs why; if it fails their leases expire instead.
+func (fl *fetchLoop) releaseRows(rows []JobRow, why string) {
 	c := fl.c
 	batch := &pgx.Batch{}
 	for i := range rows {
@@ -243,9 +439,9 @@ func (fl *fetchLoop) release(rows []JobRow) {
 	ctx, cancel := context.WithTimeout(c.workCtx, opTimeout)
 	defer cancel()
 	if err := c.pool.SendBatch(ctx, batch).Close(); err != nil {
-		c.logger.Warn("failed to release jobs claimed during shutdown; they run again after their lease expires",
-			slog.String("queue", fl.queue), slog.Int("jobs", len(rows)), slog.Any("error", err))
+		c.logger.Warn("failed to give back claimed jobs; they run again after their lease expires",
+			slog.String("queue", fl.queue), slog.String("why", why), slog.Int("jobs", len(rows)), slog.Any("error", err))
 		return
 	}
-	c.logger.Info("released jobs claimed during shutdown", slog.String("queue", fl.queue), slog.Int("jobs", len(rows)))
+	c.logger.Info(why, slog.String("queue", fl.queue), slog.Int("jobs", len(rows)))
 }

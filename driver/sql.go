@@ -34,6 +34,16 @@ const claimSQL = `SELECT id, queue, kind, payload, attempt, max_attempts, priori
     meta
 FROM jobs_claim($1, $2, $3, $4)`
 
+// completeAndClaimSQL calls jobs_complete_and_claim(worker, ids, attempts, max_jobs, queues,
+// lease) for a fetch loop that claims while completions are pending: the completions of
+// completeManySQL and the claim of claimSQL in one transaction. Relies on: completed (the ids
+// completed; a job missing was no longer held at its attempt) on the first row only, then
+// claimSQL's columns in its order; when nothing is claimed, one row whose job columns are
+// NULL. The same errors as claimSQL mean claiming cannot work at all.
+const completeAndClaimSQL = `SELECT completed, id, queue, kind, payload, attempt, max_attempts, priority, run_at,
+    lease_expires_at, created_at, meta
+FROM jobs_complete_and_claim($1, $2, $3, $4, $5, $6)`
+
 // nextStartSQL calls jobs_next_start(queue) after a claim that came back short. Relies on:
 // NULL when the queue has no rate limit (nothing to wait for but a notification, a freed
 // slot or the poll), else how long until the rate limit allows the next start, measured on

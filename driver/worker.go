@@ -17,6 +17,8 @@ type execution struct {
 
 	leaseUntil    atomic.Int64 // UnixNano by this machine's clock; conservative
 	completedInTx atomic.Bool  // CompleteTx succeeded
+
+	bufferedAt time.Time // when it was claimed, for the claim-ahead buffer's TTL (fetchLoop.mu)
 }
 
 // workerIdleTimeout is how long a worker goroutine waits for its next job before it exits.
@@ -33,6 +35,10 @@ func (fl *fetchLoop) worker(ex *execution) {
 	defer idle.Stop()
 	for {
 		fl.execute(ex)
+		if next := fl.finish(ex); next != nil {
+			ex = next // claimed ahead: no round trip
+			continue
+		}
 		idle.Reset(workerIdleTimeout)
 		select {
 		case ex = <-fl.idle:
@@ -44,11 +50,10 @@ func (fl *fetchLoop) worker(ex *execution) {
 	}
 }
 
-// execute runs one job and records the outcome (outcome.go). The slot is freed once the
-// outcome is recorded, or handed to the completer.
+// execute runs one job and records the outcome (outcome.go), or hands it to the
+// completer. The worker frees the slot afterwards (finish).
 func (fl *fetchLoop) execute(ex *execution) {
 	c := fl.c
-	defer fl.finish(ex)
 	start := time.Now()
 	if c.hook != nil {
 		c.hook.HandleEvent(&Event{Kind: EventStarted, Job: &ex.row, State: JobStateRunning, Wait: start.Sub(ex.row.RunAt)})
@@ -85,11 +90,14 @@ func callHandler(ctx context.Context, h *handler, ex *execution) (decodeErr, err
 	return h.run(ctx, ex)
 }
 
-// finish frees the job's slot and wakes the fetch loop, which may claim again at once.
-func (fl *fetchLoop) finish(ex *execution) {
+// finish frees the job's slot and wakes the fetch loop, which may claim again at once. It
+// returns the oldest job claimed ahead, if any, which the worker runs next in the slot.
+func (fl *fetchLoop) finish(ex *execution) *execution {
 	ex.cancel(context.Canceled)
 	fl.mu.Lock()
 	delete(fl.running, ex.row.ID)
+	fl.busy--
+	next := fl.popBuffered()
 	fl.mu.Unlock()
 	fl.active.Add(-1)
 	select {
@@ -97,4 +105,5 @@ func (fl *fetchLoop) finish(ex *execution) {
 	default:
 	}
 	fl.c.jobs.Done()
+	return next
 }

@@ -71,6 +71,7 @@ BEGIN
             ('jobs_claim(text, integer, text[], interval)',                                             '{jobs_worker}'),
             ('jobs_complete(bigint, integer)',                                                          '{jobs_worker}'),
             ('jobs_complete_many(bigint[], integer[])',                                                 '{jobs_worker}'),
+            ('jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval)',            '{jobs_worker}'),
             ('jobs_fail(bigint, integer, text, timestamptz)',                                           '{jobs_worker}'),
             ('jobs_heartbeat(bigint, integer, interval)',                                               '{jobs_worker}'),
             ('jobs_heartbeat_many(bigint[], integer[], interval)',                                      '{jobs_worker}'),

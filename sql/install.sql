@@ -20,6 +20,7 @@
 {{ template "functions/jobs_claim.sql" . }}
 {{ template "functions/jobs_complete.sql" . }}
 {{ template "functions/jobs_complete_many.sql" . }}
+{{ template "functions/jobs_complete_and_claim.sql" . }}
 {{ template "functions/jobs_fail.sql" . }}
 {{ template "functions/jobs_heartbeat.sql" . }}
 {{ template "functions/jobs_heartbeat_many.sql" . }}

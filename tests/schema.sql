@@ -1116,6 +1116,71 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) IS 'skiplock: running -> done (deleted with done_retention 0) when the job is still running at this attempt (fenced); returns whether it did.';
 
+CREATE FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer DEFAULT 1, queues text[] DEFAULT NULL::text[], lease interval DEFAULT '00:05:00'::interval) RETURNS TABLE(completed bigint[], id bigint, queue text, kind text, payload jsonb, attempt integer, max_attempts integer, priority integer, run_at timestamp with time zone, lease_expires_at timestamp with time zone, created_at timestamp with time zone, meta jsonb)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_completed bigint[];
+BEGIN
+    -- The same checks as the two functions make, here so that an error names this function
+    -- and nothing is completed before a bad claim argument is found; max_jobs may also be 0.
+    PERFORM _jobs_check_fence_arrays('jobs_complete_and_claim', jobs_complete_and_claim.ids,
+                                     jobs_complete_and_claim.attempts);
+    IF jobs_complete_and_claim.worker IS NULL OR jobs_complete_and_claim.worker = ''
+       OR octet_length(jobs_complete_and_claim.worker) > 200 THEN
+        PERFORM _jobs_invalid('jobs_complete_and_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_complete_and_claim.max_jobs IS NULL OR jobs_complete_and_claim.max_jobs < 0
+       OR jobs_complete_and_claim.max_jobs > 10000 THEN
+        PERFORM _jobs_invalid('jobs_complete_and_claim', 'max_jobs', 'must be between 0 and 10000');
+    END IF;
+    IF array_ndims(jobs_complete_and_claim.queues) > 1 THEN
+        PERFORM _jobs_invalid('jobs_complete_and_claim', 'queues', 'must be a one-dimensional array');
+    END IF;
+    IF jobs_complete_and_claim.queues IS NOT NULL
+       AND (cardinality(jobs_complete_and_claim.queues) = 0
+            OR array_position(jobs_complete_and_claim.queues, NULL) IS NOT NULL) THEN
+        PERFORM _jobs_invalid('jobs_complete_and_claim', 'queues', 'must be NULL (all queues) or a non-empty array without NULLs');
+    END IF;
+    IF jobs_complete_and_claim.lease IS NULL OR jobs_complete_and_claim.lease <= interval '0'
+       OR jobs_complete_and_claim.lease > interval '100 years' THEN
+        PERFORM _jobs_invalid('jobs_complete_and_claim', 'lease', 'must be a positive interval of at most 100 years');
+    END IF;
+
+    -- Completions first: slots of limited queues they free are free for the claim.
+    v_completed := ARRAY(
+        SELECT d.done_id
+        FROM jobs_complete_many(jobs_complete_and_claim.ids, jobs_complete_and_claim.attempts) AS d(done_id)
+        ORDER BY d.done_id
+    );
+
+    IF jobs_complete_and_claim.max_jobs > 0 THEN
+        -- WITH ORDINALITY numbers the rows in the order jobs_claim returns them.
+        RETURN QUERY
+        SELECT CASE WHEN c.ord = 1 THEN v_completed END,
+               c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
+               c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
+        FROM jobs_claim(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
+                        jobs_complete_and_claim.queues, jobs_complete_and_claim.lease)
+             WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
+                                  c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
+        ORDER BY c.ord;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    -- Nothing claimed: one row that still reports the completions.
+    RETURN QUERY
+    SELECT v_completed, NULL::bigint, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer,
+           NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::jsonb;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer, queues text[], lease interval) IS 'skiplock: jobs_complete_many(ids, attempts) then jobs_claim(worker, max_jobs, queues, lease) in one call; completed (ids) on the first row, then the claimed jobs.';
+
 CREATE FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -3083,6 +3148,9 @@ GRANT ALL ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues 
 
 REVOKE ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) TO jobs_worker;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer, queues text[], lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer, queues text[], lease interval) TO jobs_worker;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) TO jobs_worker;

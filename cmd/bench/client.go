@@ -60,8 +60,11 @@ type workerHooks struct {
 	completed func()
 }
 
+// claimAhead is the -claim-ahead flag: the workers' QueueConfig.ClaimAhead.
+var claimAhead int
+
 // startWorkers runs a driver.Client working the bench queue with the given slots, with
-// every driver setting at its default. The handler is a no-op apart from hooks.started;
+// every driver setting at its default but ClaimAhead (-claim-ahead). The handler is a no-op apart from hooks.started;
 // its job completes when it returns.
 func startWorkers(ctx context.Context, pool *pgxpool.Pool, name string, slots int, hooks workerHooks) (workerSet, error) {
 	handlers := driver.NewHandlers()
@@ -81,7 +84,7 @@ func startWorkers(ctx context.Context, pool *pgxpool.Pool, name string, slots in
 	}
 	client, err := driver.NewClient(pool, &driver.Config{
 		ID:       name,
-		Queues:   map[string]driver.QueueConfig{benchQueue: {Slots: slots}},
+		Queues:   map[string]driver.QueueConfig{benchQueue: {Slots: slots, ClaimAhead: claimAhead}},
 		Handlers: handlers,
 		Hook:     hook,
 		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -173,6 +173,10 @@ type Options struct {
 	// Defaults to false.
 	EffectOutsideTx bool
 
+	// ClaimAhead is each worker process's QueueConfig.ClaimAhead: a killed worker then holds
+	// buffered jobs besides running ones. Defaults to 0.
+	ClaimAhead int
+
 	// Executable is the program started as a worker process; it must call [WorkerMain]
 	// when [IsWorker] reports true. Defaults to os.Executable(): the calling binary.
 	Executable string

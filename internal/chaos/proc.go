@@ -52,6 +52,7 @@ func (r *runner) startProc(slot int) (*proc, error) {
 	cfg, err := json.Marshal(workerConfig{
 		URL: o.URL, Schema: o.Schema, ID: id, Slots: o.Slots, PoolConns: o.PoolConns, HogConns: o.HogConns,
 		HangTimeout: o.HangTimeout, Lease: o.Lease, PollInterval: o.PollInterval, EffectOutsideTx: o.EffectOutsideTx,
+		ClaimAhead: o.ClaimAhead,
 	})
 	if err != nil {
 		return nil, err

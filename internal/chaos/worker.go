@@ -55,6 +55,7 @@ type workerConfig struct {
 	Lease           time.Duration `json:"lease"`
 	PollInterval    time.Duration `json:"poll_interval"`
 	EffectOutsideTx bool          `json:"effect_outside_tx"`
+	ClaimAhead      int           `json:"claim_ahead"`
 }
 
 // IsWorker reports whether this process was started by [Run] as a worker. A binary that
@@ -118,7 +119,7 @@ func runWorker(ctx context.Context, cfg *workerConfig) error {
 	driver.AddHandler(hs, kindHog, w.hog, &driver.HandlerOpts{Timeout: 30 * time.Second})
 	driver.AddHandler(hs, kindHang, w.hang, &driver.HandlerOpts{Timeout: cfg.HangTimeout})
 	client, err := driver.NewClient(pool, &driver.Config{
-		Queues:          map[string]driver.QueueConfig{driver.QueueDefault: {Slots: cfg.Slots}},
+		Queues:          map[string]driver.QueueConfig{driver.QueueDefault: {Slots: cfg.Slots, ClaimAhead: cfg.ClaimAhead}},
 		Handlers:        hs,
 		ID:              cfg.ID,
 		Lease:           cfg.Lease,

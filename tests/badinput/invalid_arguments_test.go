@@ -102,6 +102,23 @@ func TestInvalidArguments(t *testing.T) {
 		{name: "CompleteMany1e6", sql: "SELECT * FROM jobs_complete_many($1, $2)", args: []any{ids1e6, attempts1e6}, fn: "jobs_complete_many", param: "ids"},
 		{name: "CompleteMany100001", sql: "SELECT * FROM jobs_complete_many(array_fill(1::bigint, ARRAY[100001]), array_fill(1, ARRAY[100001]))", fn: "jobs_complete_many", param: "ids"},
 		{name: "CompleteManyAttempts1e6ForOneID", sql: "SELECT * FROM jobs_complete_many(ARRAY[1::bigint], $1)", args: []any{attempts1e6}, fn: "jobs_complete_many", param: "attempts"},
+		// jobs_complete_and_claim: every argument is checked before anything is completed, and
+		// the error names this function; max_jobs may be 0 (complete only).
+		{name: "CompleteAndClaimWorkerEmpty", sql: "SELECT * FROM jobs_complete_and_claim('', ARRAY[1], ARRAY[1])", fn: "jobs_complete_and_claim", param: "worker"},
+		{name: "CompleteAndClaimWorker201Bytes", sql: "SELECT * FROM jobs_complete_and_claim(repeat('w', 201), ARRAY[1], ARRAY[1])", fn: "jobs_complete_and_claim", param: "worker"},
+		{name: "CompleteAndClaimMaxJobsMinusOne", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1], ARRAY[1], -1)", fn: "jobs_complete_and_claim", param: "max_jobs"},
+		{name: "CompleteAndClaimMaxJobs10001", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1], ARRAY[1], 10001)", fn: "jobs_complete_and_claim", param: "max_jobs"},
+		{name: "CompleteAndClaimMaxJobsMinInt", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1], ARRAY[1], $1)", args: []any{int32(minInt32)}, fn: "jobs_complete_and_claim", param: "max_jobs"},
+		{name: "CompleteAndClaimQueuesEmpty", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1], ARRAY[1], 1, '{}')", fn: "jobs_complete_and_claim", param: "queues"},
+		{name: "CompleteAndClaimQueuesTwoDimensional", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1], ARRAY[1], 1, '{{queued}}'::text[])", fn: "jobs_complete_and_claim", param: "queues"},
+		{name: "CompleteAndClaimLeaseZero", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1], ARRAY[1], 1, NULL, '0')", fn: "jobs_complete_and_claim", param: "lease"},
+		{name: "CompleteAndClaimLeaseMixedSignNegative", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1], ARRAY[1], 1, NULL, '1 mon -31 days')", fn: "jobs_complete_and_claim", param: "lease"},
+		{name: "CompleteAndClaimLease100YearsOneMicrosecond", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1], ARRAY[1], 1, NULL, '100 years 1 microsecond')", fn: "jobs_complete_and_claim", param: "lease"},
+		{name: "CompleteAndClaim100001Pairs", sql: "SELECT * FROM jobs_complete_and_claim('w', array_fill(1::bigint, ARRAY[100001]), array_fill(1, ARRAY[100001]))", fn: "jobs_complete_and_claim", param: "ids"},
+		{name: "CompleteAndClaimAttemptsTooShort", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1, 3], ARRAY[1])", fn: "jobs_complete_and_claim", param: "attempts"},
+		// A valid pair does not make a bad claim argument acceptable: job 1 stays running.
+		{name: "CompleteAndClaimValidPairBadLease", sql: "SELECT * FROM jobs_complete_and_claim('w', ARRAY[1], ARRAY[1], 1, NULL, '-1 second')", fn: "jobs_complete_and_claim", param: "lease"},
+
 		{name: "CompleteManyIDsEmptyAttemptsNot", sql: "SELECT * FROM jobs_complete_many('{}', ARRAY[1])", fn: "jobs_complete_many", param: "attempts"},
 		{name: "HeartbeatMany1e6", sql: "SELECT * FROM jobs_heartbeat_many($1, $2)", args: []any{ids1e6, attempts1e6}, fn: "jobs_heartbeat_many", param: "ids"},
 		{name: "HeartbeatManyAttemptsEmptyForOneID", sql: "SELECT * FROM jobs_heartbeat_many(ARRAY[1]::bigint[], '{}'::int[])", fn: "jobs_heartbeat_many", param: "attempts"},

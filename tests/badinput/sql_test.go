@@ -212,6 +212,17 @@ var publicFuncs = []sqlFunc{
 		{name: "attempts", typ: "integer[]", valid: "ARRAY[1, 1]",
 			nullElem: "ARRAY[1, NULL]", nullElemParam: "attempts"},
 	}},
+	{"jobs_complete_and_claim", []sqlParam{
+		{name: "worker", typ: "text", valid: "'w2'"},
+		{name: "ids", typ: "bigint[]", valid: "ARRAY[1]",
+			nullElem: "ARRAY[NULL]::bigint[]", nullElemParam: "ids"},
+		{name: "attempts", typ: "integer[]", valid: "ARRAY[1]",
+			nullElem: "ARRAY[NULL]::integer[]", nullElemParam: "attempts"},
+		{name: "max_jobs", typ: "integer", valid: "10"},
+		{name: "queues", typ: "text[]", valid: "ARRAY['queued']", nullable: true,
+			nullElem: "ARRAY['queued', NULL]", nullElemParam: "queues"},
+		{name: "lease", typ: "interval", valid: "'1 minute'"},
+	}},
 	{"jobs_fail", []sqlParam{
 		{name: "id", typ: "bigint", valid: "1"},
 		{name: "attempt", typ: "integer", valid: "1"},

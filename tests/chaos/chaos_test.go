@@ -113,6 +113,43 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// TestChaosClaimAhead kills worker processes that hold jobs claimed ahead (QueueConfig.
+// ClaimAhead) besides running ones: the buffered jobs come back when their lease expires,
+// and nothing is lost or done twice.
+func TestChaosClaimAhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a chaos run takes minutes")
+	}
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, &chaos.Options{
+		URL:             url,
+		Jobs:            800,
+		Workers:         2,
+		Slots:           4,
+		ClaimAhead:      16,
+		Kills:           4,
+		Restarts:        []pglocal.StopMode{},
+		TerminateRounds: -1,
+		HeldXmin:        -1,
+		RowLock:         -1,
+		HogFraction:     -1,
+		HangFraction:    -1,
+		Seed:            seed(t),
+		Logf:            t.Logf,
+	})
+	if rep != nil {
+		t.Logf("chaos report:\n%s", rep)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Kills != 4 || rep.OrphansRequeued == 0 {
+		t.Errorf("the run had %d kills and %d orphaned jobs requeued, want 4 kills that orphaned jobs", rep.Kills, rep.OrphansRequeued)
+	}
+}
+
 // TestChaosCatchesEffectOutsideTx runs a small workload whose handlers commit their effect
 // before, and apart from, the job's completion. Kills then leave effects whose jobs run
 // again: the suite must report them as done twice. A suite that passed this run could not

@@ -96,6 +96,18 @@ SELECT * FROM jobs_complete_many(ARRAY[8, 9, 3], ARRAY[1, 1, 1]) ORDER BY 1;
 -- ex: complete-many-error
 SELECT * FROM jobs_complete_many(ARRAY[8, 9], ARRAY[1]);
 
+-- ## jobs_complete_and_claim
+-- ex: complete-and-claim
+BEGIN;
+SELECT id, attempt FROM jobs_claim('worker-1', queues => ARRAY['mail']);
+SELECT completed, id, queue, attempt
+FROM jobs_complete_and_claim('worker-1', ARRAY[1, 8], ARRAY[1, 1], 2, ARRAY['images', 'mail']);
+SELECT completed, id, queue, attempt
+FROM jobs_complete_and_claim('worker-1', ARRAY[10], ARRAY[1], max_jobs => 0);
+ROLLBACK;
+-- ex: complete-and-claim-error
+SELECT * FROM jobs_complete_and_claim('worker-1', ARRAY[10], ARRAY[1], max_jobs => -1);
+
 -- ## jobs_fail
 -- ex: fail
 SELECT id, attempt FROM jobs_claim('worker-1', queues => ARRAY['hooks']);
