@@ -15,7 +15,8 @@
 --           error is raised.
 -- Locks:    as the shard's jobs_claim, until each shard's call ends.
 -- States:   queued -> running, on the shards.
--- Errors:   jobs_claim's errors (22023 for bad arguments, from the first shard asked).
+-- Errors:   jobs_claim's errors (22023 for bad arguments, from the first shard asked, before
+--           any shard has claimed a job).
 CREATE OR REPLACE FUNCTION jobs_claim(
     worker   text,
     max_jobs integer  DEFAULT 1,
@@ -40,9 +41,12 @@ DECLARE
     v_message text;
     i integer;
 BEGIN
-    IF jobs_claim.queues IS NULL OR array_ndims(jobs_claim.queues) IS DISTINCT FROM 1 THEN
-        -- queues NULL: every shard; an empty or malformed array: shard 0 raises jobs_claim's
-        -- 22023.
+    IF jobs_claim.queues IS NULL OR array_ndims(jobs_claim.queues) IS DISTINCT FROM 1
+       OR array_position(jobs_claim.queues, NULL) IS NOT NULL THEN
+        -- queues NULL: every shard; an empty or malformed array, or one with a NULL: shard 0
+        -- raises jobs_claim's 22023. Checked before any shard is asked: in the loop below,
+        -- a NULL would reach only shard 0, after other shards had already claimed jobs that
+        -- the error then leaves running until their leases expire.
         v_shards := CASE WHEN jobs_claim.queues IS NULL
                          THEN ARRAY(SELECT generate_series(0, _jobs_proxy_shard_count() - 1))
                          ELSE ARRAY[0] END;

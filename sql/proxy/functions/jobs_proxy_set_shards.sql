@@ -17,7 +17,11 @@
 -- Locks:    the server's catalog rows until the transaction ends.
 -- States:   none of the jobs.
 -- Errors:   22023 naming connstrs when it is NULL, empty, longer than 1024, multidimensional,
---           has a NULL or empty element, or is shorter than the shards already configured.
+--           has a NULL or empty element, carries a password (password=... or a URL's
+--           user:password@: every login of the proxy can read the connection strings in
+--           pg_foreign_server.srvoptions; passwords go in user mappings, whose options only
+--           the server's owner and the mapped user can read), or is shorter than the shards
+--           already configured. The errors name the element, never its text.
 --           Needs USAGE on the plproxy foreign data wrapper (a superuser, or a grant).
 CREATE OR REPLACE FUNCTION jobs_proxy_set_shards(connstrs text[])
 RETURNS void
@@ -33,6 +37,7 @@ DECLARE
                        WHERE s.srvname = 'skiplock_shards'
                          AND o.option_name ~ '^p[0-9]+$');
     v_role text;
+    v_bad bigint;
 BEGIN
     IF connstrs IS NULL OR cardinality(connstrs) = 0 THEN
         PERFORM _jobs_invalid('jobs_proxy_set_shards', 'connstrs', 'must name at least one shard');
@@ -45,6 +50,17 @@ BEGIN
     END IF;
     IF EXISTS (SELECT FROM unnest(connstrs) AS c WHERE c IS NULL OR c = '') THEN
         PERFORM _jobs_invalid('jobs_proxy_set_shards', 'connstrs', 'must not contain NULL or empty connection strings');
+    END IF;
+    SELECT u.n INTO v_bad
+    FROM unnest(connstrs) WITH ORDINALITY AS u(c, n)
+    WHERE u.c ~* '(^|[[:space:]?&])password[[:space:]]*='
+       OR u.c ~* '^postgres(ql)?://[^/@?#]*:[^/@?#]*@'
+    ORDER BY u.n
+    LIMIT 1;
+    IF v_bad IS NOT NULL THEN
+        PERFORM _jobs_invalid('jobs_proxy_set_shards', 'connstrs',
+            format('element %s (shard %s) must not carry a password: every login of the proxy can read the connection strings in pg_foreign_server; give the password in a user mapping (CREATE USER MAPPING ... SERVER skiplock_shards OPTIONS (user ..., password ...))',
+                   v_bad, v_bad - 1));
     END IF;
     IF cardinality(connstrs) < v_have THEN
         PERFORM _jobs_invalid('jobs_proxy_set_shards', 'connstrs',

@@ -1,0 +1,13 @@
+-- proxy 002 (review of issue 14): jobs_claim refuses queues with a NULL element before it
+-- asks any shard (with queues on several shards, the NULL reached only shard 0, after other
+-- shards had claimed jobs that the error then left running until their leases expired), and
+-- jobs_proxy_set_shards refuses a connection string that carries a password (every login of
+-- the proxy can read pg_foreign_server.srvoptions; passwords go in user mappings).
+--
+-- Append-only: never edit this file once released.
+
+{{ template "snapshots/001/search_path.sql" . }}
+
+{{ template "snapshots/002/functions/jobs_proxy_set_shards.sql" . }}
+{{ template "snapshots/002/functions/jobs_claim.sql" . }}
+{{ template "snapshots/001/grants.sql" . }}
