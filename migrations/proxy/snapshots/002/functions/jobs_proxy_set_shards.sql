@@ -9,7 +9,14 @@
 --           OPTIONS (user, password) for other credentials) and USAGE on the server for the
 --           jobs_* roles. Shards can be added (a longer array) and moved (another connection
 --           string for an existing number), never removed: ids carry their shard number, and
---           a removed shard's jobs would become unreachable. Records the count in
+--           a removed shard's jobs would become unreachable. Before adding shards it pins
+--           every queue that has jobs on a configured shard and no row in jobs_proxy_queues
+--           (queues enqueued on the shards directly, as the Go driver and the outbox pattern
+--           do, or whose pin a rolled-back proxy transaction took back while the shard kept
+--           the job) to the shard that holds its jobs (the one its hash over the old count
+--           names when it has jobs on several), so that no queue moves away from its jobs
+--           when the hash's modulus changes; every configured shard must then be reachable.
+--           Records the count in
 --           jobs_proxy_cluster (what the routing checks ids against), in the same transaction.
 --           PL/Proxy reloads the cluster in every session at its next call. Change the
 --           cluster only with this function: a pN added by ALTER SERVER is not routed to
@@ -38,6 +45,7 @@ DECLARE
                          AND o.option_name ~ '^p[0-9]+$');
     v_role text;
     v_bad bigint;
+    v_routed integer;
 BEGIN
     IF connstrs IS NULL OR cardinality(connstrs) = 0 THEN
         PERFORM _jobs_invalid('jobs_proxy_set_shards', 'connstrs', 'must name at least one shard');
@@ -68,6 +76,19 @@ BEGIN
                    v_have, cardinality(connstrs)));
     END IF;
     connstrs := ARRAY(SELECT c FROM unnest(connstrs) WITH ORDINALITY AS u(c, n) ORDER BY n);
+
+    -- Routing of unpinned queues is hashtext(queue) % count: pin those with jobs before the
+    -- count changes, while PL/Proxy's cluster is still the old one.
+    v_routed := _jobs_proxy_shard_count();
+    IF v_routed > 0 AND cardinality(connstrs) > v_routed THEN
+        INSERT INTO jobs_proxy_queues AS q (queue, shard)
+        SELECT DISTINCT ON (f.queue) f.queue, f.shard
+        FROM (SELECT g.shard, x.queue
+              FROM generate_series(0, v_routed - 1) AS g(shard)
+              CROSS JOIN LATERAL _jobs_proxy_queues_on(g.shard) AS x(queue)) AS f
+        ORDER BY f.queue, (f.shard = (hashtext(f.queue)::bigint & 2147483647) % v_routed) DESC, f.shard
+        ON CONFLICT (queue) DO NOTHING;
+    END IF;
 
     -- One statement: PL/Proxy's validator checks the whole option list of each statement.
     IF NOT EXISTS (SELECT FROM pg_foreign_server WHERE srvname = 'skiplock_shards') THEN
