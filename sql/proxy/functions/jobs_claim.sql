@@ -12,7 +12,10 @@
 --           the proxy. Order: best first within each shard, not across shards. A shard that
 --           cannot be reached (_jobs_proxy_unreachable) is skipped with a WARNING naming it,
 --           so workers keep taking the other shards' jobs; when no shard answers, the last
---           error is raised.
+--           error is raised. Any other error of a shard asked after jobs were claimed on
+--           others ends the loop with a WARNING naming the shard and returns those jobs:
+--           raising would hand nobody jobs already committed as claimed on their shards,
+--           leaving them running, with an attempt spent, until their leases expired.
 -- Locks:    as the shard's jobs_claim, until each shard's call ends.
 -- States:   queued -> running, on the shards.
 -- Errors:   jobs_claim's errors (22023 for bad arguments, from the first shard asked, before
@@ -36,6 +39,7 @@ DECLARE
     v_queues text[];
     v_remaining integer := jobs_claim.max_jobs;
     v_got integer;
+    v_claimed integer := 0;
     v_answered boolean := false;
     v_state text;
     v_message text;
@@ -74,11 +78,18 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
             IF NOT _jobs_proxy_unreachable(v_state, v_message) THEN
-                RAISE;
+                IF v_claimed = 0 THEN
+                    RAISE;
+                END IF;
+                -- The rows already returned are claimed on their shards: hand them over.
+                RAISE WARNING 'skiplock proxy: jobs_claim stopped at shard % after claiming % jobs on other shards: % (SQLSTATE %)',
+                    v_shard, v_claimed, v_message, v_state;
+                RETURN;
             END IF;
             RAISE WARNING 'skiplock proxy: jobs_claim skipped shard %: %', v_shard, v_message;
             v_got := 0;
         END;
+        v_claimed := v_claimed + v_got;
         v_remaining := v_remaining - v_got;
         EXIT WHEN v_remaining <= 0;
     END LOOP;
