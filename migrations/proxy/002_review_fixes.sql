@@ -7,6 +7,7 @@
 -- the proxy can read pg_foreign_server.srvoptions; passwords go in user mappings) and, before
 -- it adds shards, pins the queues that have jobs on the shards but no row in
 -- jobs_proxy_queues (_jobs_proxy_queues_on), so that they do not move away from their jobs.
+-- jobs_metrics gives a queue with jobs on several shards one merged row, not one per shard.
 --
 -- Append-only: never edit this file once released.
 
@@ -15,4 +16,5 @@
 {{ template "snapshots/002/functions/_jobs_proxy_queues_on.sql" . }}
 {{ template "snapshots/002/functions/jobs_proxy_set_shards.sql" . }}
 {{ template "snapshots/002/functions/jobs_claim.sql" . }}
+{{ template "snapshots/002/functions/jobs_metrics.sql" . }}
 {{ template "snapshots/002/grants.sql" . }}
