@@ -8,7 +8,8 @@ import (
 
 // TestAddShard: a proxy of 3 shards gets a 4th. Existing ids still reach their jobs, existing
 // queues stay on their shards (also the ones whose hash now points elsewhere), new queues
-// can land on the new shard, and a proxy session opened before the change sees it at once.
+// can land on the new shard, and a proxy session opened before the change sees it in its
+// transactions that start a second after the change (setShards waits for that).
 func TestAddShard(t *testing.T) {
 	s := newSharded(t, 3)
 	ctx := context.Background()

@@ -49,7 +49,7 @@ func TestMetricsMergesQueueOnSeveralShards(t *testing.T) {
 	}
 }
 
-func deref(p *int32) any {
+func deref[T any](p *T) any {
 	if p == nil {
 		return nil
 	}

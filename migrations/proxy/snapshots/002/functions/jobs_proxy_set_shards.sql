@@ -17,8 +17,11 @@
 --           names when it has jobs on several), so that no queue moves away from its jobs
 --           when the hash's modulus changes; every configured shard must then be reachable.
 --           Records the count in
---           jobs_proxy_cluster (what the routing checks ids against), in the same transaction.
---           PL/Proxy reloads the cluster in every session at its next call. Change the
+--           jobs_proxy_cluster and, with the time of the change, in jobs_proxy_cluster_changes
+--           (what the routing checks ids against), in the same transaction.
+--           PL/Proxy reloads the cluster in every session at its next transaction; routing
+--           uses added shards in transactions that start a second or more after the call
+--           (_jobs_proxy_shard_count), so call it in its own transaction. Change the
 --           cluster only with this function: a pN added by ALTER SERVER is not routed to
 --           until it is counted here. Idempotent.
 -- Locks:    the server's catalog rows until the transaction ends.
@@ -79,7 +82,7 @@ BEGIN
 
     -- Routing of unpinned queues is hashtext(queue) % count: pin those with jobs before the
     -- count changes, while PL/Proxy's cluster is still the old one.
-    v_routed := _jobs_proxy_shard_count();
+    v_routed := (SELECT c.shards FROM jobs_proxy_cluster c);
     IF v_routed > 0 AND cardinality(connstrs) > v_routed THEN
         INSERT INTO jobs_proxy_queues AS q (queue, shard)
         SELECT DISTINCT ON (f.queue) f.queue, f.shard
@@ -101,7 +104,6 @@ BEGIN
                                           ', ' ORDER BY n)
                         FROM unnest(connstrs) WITH ORDINALITY AS u(c, n)));
     END IF;
-    UPDATE jobs_proxy_cluster SET shards = cardinality(connstrs);
     IF NOT EXISTS (SELECT FROM pg_user_mappings WHERE srvname = 'skiplock_shards' AND usename = 'public') THEN
         EXECUTE 'CREATE USER MAPPING FOR PUBLIC SERVER skiplock_shards';
     END IF;
@@ -110,5 +112,16 @@ BEGIN
     LOOP
         EXECUTE format('GRANT USAGE ON FOREIGN SERVER skiplock_shards TO %I', v_role);
     END LOOP;
+    -- Last, so that the change's time is as close to the commit as it can be: routing keeps
+    -- the count before for transactions that started before it, or up to a second after
+    -- (_jobs_proxy_shard_count).
+    UPDATE jobs_proxy_cluster c SET shards = cardinality(connstrs)
+    WHERE c.shards IS DISTINCT FROM cardinality(connstrs);
+    IF FOUND THEN
+        -- The first configuration holds for every transaction: no session had a cluster.
+        INSERT INTO jobs_proxy_cluster_changes AS h (changed_at, shards)
+        VALUES (CASE WHEN NOT EXISTS (SELECT FROM jobs_proxy_cluster_changes) THEN '-infinity' ELSE clock_timestamp() END,
+                cardinality(connstrs));
+    END IF;
 END;
 $$;
