@@ -12,6 +12,8 @@
 -- before shards were added (or up to a second after the change) keeps the count before,
 -- because PL/Proxy reloads its cluster only at the start of a transaction, and modular mapping
 -- sent the new shards' ids and queues to old shards in between.
+-- _jobs_proxy_unreachable counts only PL/Proxy's connection errors as a shard being down, not
+-- its other errors (a shard whose functions do not match was skipped with only a WARNING).
 --
 -- Append-only: never edit this file once released.
 
@@ -29,6 +31,7 @@ COMMENT ON TABLE jobs_proxy_cluster_changes IS
     'skiplock proxy: each change of the shard count by jobs_proxy_set_shards and when it was made (the first at -infinity); routing uses the newest one at least a second older than the transaction.';
 
 {{ template "snapshots/002/functions/_jobs_proxy_shard_count.sql" . }}
+{{ template "snapshots/002/functions/_jobs_proxy_unreachable.sql" . }}
 {{ template "snapshots/002/functions/_jobs_proxy_queues_on.sql" . }}
 {{ template "snapshots/002/functions/jobs_proxy_set_shards.sql" . }}
 {{ template "snapshots/002/functions/jobs_claim.sql" . }}

@@ -95,3 +95,27 @@ func TestUnreachableShardIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestMismatchedShardIsNotSkipped: only a shard that cannot be reached is skipped by the
+// proxy's loops over the shards; a shard that answers with something else than the proxy
+// expects (here a jobs_claim of another shape, as after a skipped migration) makes
+// jobs_claim fail, rather than leave that shard's jobs unclaimed behind a WARNING.
+func TestMismatchedShardIsNotSkipped(t *testing.T) {
+	s := newSharded(t, 2)
+	ctx := context.Background()
+	for _, sql := range []string{
+		`ALTER FUNCTION jobs_claim(text, integer, text[], interval) RENAME TO jobs_claim_orig`,
+		`CREATE FUNCTION jobs_claim(worker text, max_jobs integer DEFAULT 1, queues text[] DEFAULT NULL, lease interval DEFAULT '5 minutes')
+		 RETURNS TABLE (id bigint) LANGUAGE sql AS $$ SELECT 1::bigint $$`,
+	} {
+		if _, err := s.shards[1].Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 6; i++ {
+		_, err := s.proxy.Exec(ctx, "SELECT * FROM jobs_claim('w', 5)")
+		if err == nil {
+			t.Fatalf("claim %d over a shard whose jobs_claim has another shape: no error (the shard was skipped)", i)
+		}
+	}
+}
