@@ -3,6 +3,7 @@ package skiplock
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -113,9 +114,11 @@ func setShardsSQL(schema string, shards []string) (string, error) {
 
 // ProxyConnString turns a shard's postgres:// URL into the libpq key=value form PL/Proxy
 // needs (it appends its own keys, such as the user, to the string, which a URL cannot
-// take). A string that is not a URL is returned as it is. The user and password, when the
-// URL has them, stay in the string: every caller then reaches the shard as that user (see
-// docs/scaling.md for the alternatives).
+// take). A string that is not a URL is returned as it is. The user, when the URL has one,
+// stays in the string: every caller then reaches the shard as that user (see
+// docs/scaling.md for the alternatives). A URL with a password is an error: every login of
+// the proxy can read the connection strings (pg_foreign_server), so passwords go in user
+// mappings, and jobs_proxy_set_shards refuses them too.
 func ProxyConnString(shard string) (string, error) {
 	if !strings.HasPrefix(shard, "postgres://") && !strings.HasPrefix(shard, "postgresql://") {
 		if strings.TrimSpace(shard) == "" {
@@ -125,7 +128,16 @@ func ProxyConnString(shard string) (string, error) {
 	}
 	u, err := url.Parse(shard)
 	if err != nil {
+		// url.Error quotes the whole URL, password included: keep only the cause.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
 		return "", fmt.Errorf("failed to parse shard URL: %w", err)
+	}
+	if _, ok := u.User.Password(); ok || u.Query().Has("password") {
+		// The URL is not quoted: the error may be logged.
+		return "", errors.New("the shard URL carries a password, which every login of the proxy could read in pg_foreign_server: give it in a user mapping (docs/scaling.md, Credentials)")
 	}
 	kv := map[string]string{}
 	if h := u.Hostname(); h != "" {
@@ -139,9 +151,6 @@ func ProxyConnString(shard string) (string, error) {
 	}
 	if u.User != nil {
 		kv["user"] = u.User.Username()
-		if pw, ok := u.User.Password(); ok {
-			kv["password"] = pw
-		}
 	}
 	for k, vs := range u.Query() {
 		if len(vs) > 0 {

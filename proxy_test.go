@@ -90,7 +90,7 @@ func TestProxySQLFilesAreFrozen(t *testing.T) {
 func TestProxyConnString(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ in, want string }{
-		{"postgres://app:s'cr%5Ct@db1.example:6432/jobs?sslmode=require", `dbname='jobs' host='db1.example' password='s\'cr\\t' port='6432' sslmode='require' user='app'`},
+		{"postgres://app@db1.example:6432/jobs?sslmode=require&application_name=a'b%5Cc", `application_name='a\'b\\c' dbname='jobs' host='db1.example' port='6432' sslmode='require' user='app'`},
 		{"postgresql://db2/jobs", `dbname='jobs' host='db2'`},
 		{"host=db3 dbname=jobs", "host=db3 dbname=jobs"},
 	} {
@@ -101,5 +101,19 @@ func TestProxyConnString(t *testing.T) {
 	}
 	if _, err := skiplock.ProxyConnString(" "); err == nil {
 		t.Error("an empty shard connection string was accepted")
+	}
+	// Every login of the proxy can read the connection strings (pg_foreign_server), so a
+	// password in one is refused, and the error does not repeat it.
+	for _, in := range []string{
+		"postgres://app:s3cret-pw@db1/jobs",
+		"postgresql://app@db1/jobs?password=s3cret-pw",
+		"postgres://app:s3cret-pw@db1:bad-port/jobs",
+	} {
+		got, err := skiplock.ProxyConnString(in)
+		if err == nil {
+			t.Errorf("ProxyConnString(%q) = %q, want an error (a password in the proxy's catalog)", in, got)
+		} else if strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("ProxyConnString(%q): the error repeats the password: %v", in, err)
+		}
 	}
 }

@@ -91,7 +91,8 @@ func migrateProxy(ctx context.Context, c *call, schema string, shard int, shards
 		return err
 	}
 	var count int
-	if err := c.conn.QueryRow(ctx, "SELECT "+qualified(schema, "_jobs_proxy_shard_count")+"()").Scan(&count); err != nil {
+	// The configured count (routing takes up an added shard a second later).
+	if err := c.conn.QueryRow(ctx, "SELECT shards FROM "+qualified(schema, "jobs_proxy_cluster")).Scan(&count); err != nil {
 		return fmt.Errorf("failed to count the proxy's shards: %w", err)
 	}
 	_, err = fmt.Fprintf(c.stdout, "skiplock proxy schema is at version %d, %d shards\n", version, count)

@@ -11,6 +11,7 @@
 {{ template "functions/_jobs_proxy_id_shard.sql" . }}
 {{ template "functions/_jobs_proxy_queue_shard.sql" . }}
 {{ template "functions/_jobs_proxy_unreachable.sql" . }}
+{{ template "functions/_jobs_proxy_queues_on.sql" . }}
 {{ template "functions/jobs_proxy_set_shards.sql" . }}
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/_jobs_proxy_enqueue_many_on.sql" . }}

@@ -355,6 +355,11 @@ func TestChaosShards(t *testing.T) {
 	if lost != 0 || twice != 0 || misplaced != 0 {
 		t.Errorf("%d lost, %d done twice, %d effects on the wrong shard; want none", lost, twice, misplaced)
 	}
+	// The lost count sees only rows still in jobs: a job that vanished (pruned, deleted)
+	// would escape it.
+	if want := total + 250*len(restarts); jobs != want {
+		t.Errorf("%d jobs on the shards, want the %d enqueued", jobs, want)
+	}
 	if executions <= jobs {
 		t.Errorf("%d executions of %d jobs: the kills and restarts interrupted no job, so the run proves little", executions, jobs)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -110,4 +111,37 @@ func TestProxyGrants(t *testing.T) {
 	// the proxy's helper for it is refused there.
 	_, err = w.Exec(ctx, "SELECT * FROM _jobs_proxy_enqueue_many_on(1, ARRAY['k'], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true)")
 	denied("worker _jobs_proxy_enqueue_many_on", err)
+}
+
+// TestSetShardsRefusesPasswords: every login of the proxy can read pg_foreign_server, the
+// shards' connection strings included, so jobs_proxy_set_shards refuses one that carries a
+// password (key=value or URL form), with 22023 naming connstrs and without repeating it, and
+// the server's options keep no password.
+func TestSetShardsRefusesPasswords(t *testing.T) {
+	s := newSharded(t, 1)
+	ctx := context.Background()
+	good := one[string](t, s.proxy, "SELECT o.option_value FROM pg_foreign_server s, pg_options_to_table(s.srvoptions) o WHERE s.srvname = 'skiplock_shards' AND o.option_name = 'p0'")
+	for _, bad := range []string{
+		good + " password=s3cret-pw",
+		good + " PASSWORD = 's3cret-pw'",
+		"postgres://app:s3cret-pw@db1/jobs",
+		"postgresql://app@db1/jobs?sslmode=disable&password=s3cret-pw",
+	} {
+		_, err := s.proxy.Exec(ctx, "SELECT jobs_proxy_set_shards(ARRAY[$1, $2])", good, bad)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "22023" || pgErr.ColumnName != "connstrs" {
+			t.Errorf("jobs_proxy_set_shards with %q: got %v, want 22023 naming connstrs", bad, err)
+			continue
+		}
+		if strings.Contains(pgErr.Message+pgErr.Detail+pgErr.Hint, "s3cret-pw") {
+			t.Errorf("jobs_proxy_set_shards with %q: the error repeats the password: %v", bad, err)
+		}
+	}
+	if leaked := one[bool](t, s.proxy, "SELECT EXISTS (SELECT FROM pg_foreign_server WHERE array_to_string(srvoptions, ' ') LIKE '%s3cret-pw%')"); leaked {
+		t.Error("a refused password reached pg_foreign_server")
+	}
+	// A password-free string is still taken.
+	if _, err := s.proxy.Exec(ctx, "SELECT jobs_proxy_set_shards(ARRAY[$1])", good); err != nil {
+		t.Errorf("jobs_proxy_set_shards without a password: %v", err)
+	}
 }

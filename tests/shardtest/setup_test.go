@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -75,6 +76,15 @@ func (s *sharded) setShards(t *testing.T) {
 	}
 	if _, err := s.proxy.Exec(context.Background(), "SELECT jobs_proxy_set_shards($1)", connstrs); err != nil {
 		t.Fatalf("jobs_proxy_set_shards: %v", err)
+	}
+	// Routing counts added shards in transactions that start a second after the change
+	// (_jobs_proxy_shard_count); the first configuration counts at once.
+	deadline := time.Now().Add(10 * time.Second)
+	for one[int32](t, s.proxy, "SELECT _jobs_proxy_shard_count()") != int32(len(connstrs)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy does not route to its %d shards 10s after jobs_proxy_set_shards", len(connstrs))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
