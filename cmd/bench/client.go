@@ -60,13 +60,10 @@ type workerHooks struct {
 	completed func()
 }
 
-// claimAhead is the -claim-ahead flag: the workers' QueueConfig.ClaimAhead.
-var claimAhead int
-
-// startWorkers runs a driver.Client working the bench queue with the given slots, with
-// every driver setting at its default but ClaimAhead (-claim-ahead). The handler is a no-op apart from hooks.started;
+// startWorkers runs a driver.Client working the bench queue with the given slots and
+// QueueConfig.ClaimAhead (-claim-ahead), every other driver setting at its default. The handler is a no-op apart from hooks.started;
 // its job completes when it returns.
-func startWorkers(ctx context.Context, pool *pgxpool.Pool, name string, slots int, hooks workerHooks) (workerSet, error) {
+func startWorkers(ctx context.Context, pool *pgxpool.Pool, name string, slots, claimAhead int, hooks workerHooks) (workerSet, error) {
 	handlers := driver.NewHandlers()
 	driver.AddHandler(handlers, benchKind, func(_ context.Context, job *driver.Job[json.RawMessage]) error {
 		if hooks.started != nil {

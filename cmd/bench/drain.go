@@ -83,7 +83,7 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 	var completed atomic.Int64
 	prog.Begin()
 	start := time.Now()
-	ws, err := startWorkers(ctx, pool, r.workerName(), slots, workerHooks{
+	ws, err := startWorkers(ctx, pool, r.workerName(), slots, r.cfg.claimAhead, workerHooks{
 		started:   func(benchJob) { prog.Add(1) },
 		completed: func() { completed.Add(1) },
 	})

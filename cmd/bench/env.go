@@ -154,8 +154,8 @@ func (e *env) settingsLine() string {
 	if c.doneRetention != "" {
 		fmt.Fprintf(&b, "done_retention=%s after each install (-done-retention).\n", c.doneRetention)
 	}
-	fmt.Fprintf(&b, "Bench: jobs=%d workers=%d (slots per process) pool=%d batch=%d producers=%d steady=%s naive-workers=%d bloat-rows=%d",
-		c.jobs, c.workers, c.pool, c.batch, c.producers, c.steadyDuration, c.naiveWorkers, c.bloatRows)
+	fmt.Fprintf(&b, "Bench: jobs=%d workers=%d (slots per process) claim-ahead=%d pool=%d batch=%d producers=%d steady=%s naive-workers=%d bloat-rows=%d",
+		c.jobs, c.workers, c.claimAhead, c.pool, c.batch, c.producers, c.steadyDuration, c.naiveWorkers, c.bloatRows)
 	return b.String()
 }
 
@@ -177,6 +177,9 @@ func (e *env) commonFields() []benchresult.Field {
 	}
 	if e.cfg.doneRetention != "" {
 		s["done_retention"] = e.cfg.doneRetention
+	}
+	if e.cfg.claimAhead != 0 {
+		s["claim_ahead"] = fmt.Sprint(e.cfg.claimAhead)
 	}
 	return []benchresult.Field{
 		{Key: "workers", Value: e.cfg.workers},

@@ -23,7 +23,7 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	prog := newProgress("latency", m, 0, r.cfg.progress)
 	allStarted := make(chan struct{})
 	var once sync.Once
-	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, workerHooks{started: func(j benchJob) {
+	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, r.cfg.claimAhead, workerHooks{started: func(j benchJob) {
 		rec.Start(j.ID, time.Now())
 		prog.Add(1)
 		if prog.done.Load() >= m {

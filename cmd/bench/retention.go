@@ -55,7 +55,7 @@ func (r *runner) retention(ctx context.Context, name string, prune bool) (*resul
 	}
 
 	prog := newProgress(name, 0, r.cfg.retentionDuration, r.cfg.progress)
-	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, workerHooks{
+	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, r.cfg.claimAhead, workerHooks{
 		started:   func(benchJob) { prog.Add(1) },
 		completed: func() { completed.Add(1) },
 	})

@@ -195,7 +195,7 @@ func runWorkerProcess(ctx context.Context, cfg *config, in io.Reader, out io.Wri
 		return nil // the parent gave up before starting us
 	}
 	var started, completed atomic.Int64
-	ws, err := startWorkers(ctx, pool, "bench-"+strconv.Itoa(os.Getpid()), cfg.workers, workerHooks{
+	ws, err := startWorkers(ctx, pool, "bench-"+strconv.Itoa(os.Getpid()), cfg.workers, 0, workerHooks{
 		started:   func(benchJob) { started.Add(1) },
 		completed: func() { completed.Add(1) },
 	})

@@ -40,7 +40,7 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 
 	rec := benchresult.NewLatencyRecorder()
 	prog := newProgress(name, 0, r.cfg.steadyDuration, r.cfg.progress)
-	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, workerHooks{started: func(j benchJob) {
+	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, r.cfg.claimAhead, workerHooks{started: func(j benchJob) {
 		rec.Start(j.ID, time.Now())
 		prog.Add(1)
 	}})

@@ -29,7 +29,7 @@ func (r *runner) steadyRate(ctx context.Context, rate float64) (*result, error) 
 
 	rec := benchresult.NewLatencyRecorder()
 	prog := newProgress(name, 0, r.cfg.steadyDuration, r.cfg.progress)
-	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, workerHooks{started: func(j benchJob) {
+	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, r.cfg.claimAhead, workerHooks{started: func(j benchJob) {
 		rec.Start(j.ID, time.Now())
 		prog.Add(1)
 	}})
