@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -57,13 +58,43 @@ type queueNotify struct {
 // processNotifyThrottle is the throttle of every Enqueue and EnqueueMany of this process.
 var processNotifyThrottle = &notifyThrottle{queues: map[notifyKey]*queueNotify{}}
 
-// sendJobsNotify wakes the workers of queue in a transaction of its own. A failure is not
-// reported to anyone (the enqueues it covers have returned): the workers' poll finds the
-// jobs then, as it does when a notification is lost.
+// sendJobsNotify wakes the workers of queue in a transaction of its own. When the pool
+// cannot (its owner closed it once the enqueues returned, as a short-lived program does,
+// or its connection broke) it sends the notification on a connection of its own, made
+// from the pool's configuration: the enqueues it covers have returned, so their owner may
+// well have closed the pool already. A failure is not reported to anyone: the workers'
+// poll finds the jobs then, as it does when a notification is lost.
 func sendJobsNotify(pool *pgxpool.Pool, queue string) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	_, _ = pool.Exec(ctx, notifySQL, queue)
+	if _, err := pool.Exec(ctx, notifySQL, queue); err == nil || ctx.Err() != nil {
+		return
+	}
+	_ = sendJobsNotifyAlone(ctx, pool.Config(), queue)
+}
+
+// sendJobsNotifyAlone sends jobs_notify on a new connection made as the pool makes its
+// own (its BeforeConnect and AfterConnect hooks included, which may set the role or
+// search_path), and closes it.
+func sendJobsNotifyAlone(ctx context.Context, cfg *pgxpool.Config, queue string) error {
+	connCfg := cfg.ConnConfig
+	if cfg.BeforeConnect != nil {
+		if err := cfg.BeforeConnect(ctx, connCfg); err != nil {
+			return err
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctx, connCfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	if cfg.AfterConnect != nil {
+		if err := cfg.AfterConnect(ctx, conn); err != nil {
+			return err
+		}
+	}
+	_, err = conn.Exec(ctx, notifySQL, queue)
+	return err
 }
 
 // skip decides whether an enqueue of the given queues (those with a job ready now) may pass

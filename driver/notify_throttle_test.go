@@ -281,3 +281,71 @@ func TestNotifyCooldownInvalid(t *testing.T) {
 		t.Fatalf("Enqueue with NotifyCooldown -2: %v, want an *InvalidError for EnqueueOpts.NotifyCooldown", err)
 	}
 }
+
+// A program that enqueues through a pool of its own and closes the pool at once (a CLI,
+// a request handler's short-lived pool) still wakes the idle workers: the window's
+// deferred jobs_notify goes out on a connection of its own when the pool is closed, so no
+// job waits for the workers' poll. Regression: the deferred notification failed on the
+// closed pool and every skipped enqueue's job waited a poll interval.
+func TestNotifyThrottleSurvivesPoolClose(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const cooldown = 300 * time.Millisecond
+	var mu sync.Mutex
+	started := map[int64]time.Time{}
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "closing", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		mu.Lock()
+		started[job.ID] = time.Now()
+		mu.Unlock()
+		return nil
+	}, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"closing": {Slots: 50}})
+	cfg.PollInterval = time.Minute
+	startClient(t, b.pool, cfg)
+	warm := mustEnqueue(t, b.pool, "closing", nil, &driver.EnqueueOpts{Queue: "closing", NotifyCooldown: -1})
+	waitUntil(t, 10*time.Second, "warm-up job done", jobStateIs(t, b.pool, warm, "done"))
+
+	for round := range 2 {
+		producer := newPool(t, b.url, 8)
+		var ids []int64
+		var idsMu sync.Mutex
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 3 {
+					id, err := driver.Enqueue(context.Background(), producer, "closing", nil,
+						&driver.EnqueueOpts{Queue: "closing", NotifyCooldown: cooldown})
+					if err != nil {
+						t.Errorf("Enqueue: %v", err)
+						return
+					}
+					idsMu.Lock()
+					ids = append(ids, id)
+					idsMu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		producer.Close()
+		closedAt := time.Now()
+		waitUntil(t, 10*time.Second, "every job enqueued before the pool closed started", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if _, ok := started[id]; !ok {
+					return false
+				}
+			}
+			return true
+		})
+		mu.Lock()
+		for _, id := range ids {
+			if wait := started[id].Sub(closedAt); wait > cooldown+time.Second {
+				t.Errorf("round %d: job %d started %s after the pool closed, want within %s", round, id, wait, cooldown+time.Second)
+			}
+		}
+		mu.Unlock()
+		time.Sleep(2 * cooldown)
+	}
+}
