@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -34,6 +36,7 @@ const NotifyCooldownDefault = 2 * time.Millisecond
 type notifyThrottle struct {
 	mu     sync.Mutex
 	queues map[notifyKey]*queueNotify
+	sends  int // deferred notifications being sent (FlushNotify waits for them)
 }
 
 type notifyKey struct {
@@ -137,6 +140,17 @@ func (t *notifyThrottle) skip(pool *pgxpool.Pool, queues []string, cooldowns []t
 	return nil, false
 }
 
+// send sends a window's notification in a goroutine of its own. Callers hold t.mu.
+func (t *notifyThrottle) send(k notifyKey) {
+	t.sends++
+	go func() {
+		sendJobsNotify(k.pool, k.queue)
+		t.mu.Lock()
+		t.sends--
+		t.mu.Unlock()
+	}()
+}
+
 // open arms the timer of a new window. Callers hold t.mu.
 func (t *notifyThrottle) open(st *queueNotify) {
 	st.idle = false
@@ -152,7 +166,7 @@ func (t *notifyThrottle) done(joined []*queueNotify) {
 		// Even a failed call may have committed (the connection can break after the
 		// commit), and a needless notification costs one wake-up.
 		if st.idle {
-			go sendJobsNotify(st.key.pool, st.key.queue)
+			t.send(st.key)
 			t.open(st)
 		} else {
 			st.pending = true
@@ -170,11 +184,63 @@ func (t *notifyThrottle) end(st *queueNotify) {
 	switch {
 	case st.pending:
 		st.pending = false
-		go sendJobsNotify(st.key.pool, st.key.queue)
+		t.send(st.key)
 		t.open(st)
 	case st.inflight > 0:
 		st.idle = true
 	default:
 		delete(t.queues, st.key)
 	}
+}
+
+// FlushNotify sends now, and waits for, the notifications that the notify throttle owes
+// for enqueues that have returned (those that passed notify => false inside a window that
+// has not ended yet). A program that enqueues through a *pgxpool.Pool and exits right away
+// (a command-line tool, a job in a cron) calls it before exiting: the throttle sends its
+// notifications from timers, which die with the process, and the jobs would then wait for
+// the workers' poll. Long-running processes need not call it. It returns the errors of the
+// notifications it could not send, joined.
+func FlushNotify(ctx context.Context) error {
+	return processNotifyThrottle.flush(ctx)
+}
+
+// flush sends the notification of every queue with a skipped enqueue that returned inside
+// its open window; the window stays open, so notifications stay at least a cooldown apart
+// for the enqueues that follow.
+func (t *notifyThrottle) flush(ctx context.Context) error {
+	t.mu.Lock()
+	var owed []notifyKey
+	for k, st := range t.queues {
+		if st.pending {
+			st.pending = false
+			owed = append(owed, k)
+		}
+	}
+	t.mu.Unlock()
+	var errs []error
+	for _, k := range owed {
+		if _, err := k.pool.Exec(ctx, notifySQL, k.queue); err != nil {
+			if ctx.Err() != nil {
+				errs = append(errs, fmt.Errorf("failed to notify queue %q: %w", k.queue, err))
+				continue
+			}
+			if err := sendJobsNotifyAlone(ctx, k.pool.Config(), k.queue); err != nil {
+				errs = append(errs, fmt.Errorf("failed to notify queue %q: %w", k.queue, err))
+			}
+		}
+	}
+	// Those a window's end (or a return after it) started are sent by then too.
+	for {
+		t.mu.Lock()
+		n := t.sends
+		t.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if !sleepCtx(ctx, time.Millisecond) {
+			errs = append(errs, fmt.Errorf("failed to wait for %d notifications: %w", n, ctx.Err()))
+			break
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -349,3 +349,54 @@ func TestNotifyThrottleSurvivesPoolClose(t *testing.T) {
 		time.Sleep(2 * cooldown)
 	}
 }
+
+// A program that exits right after enqueueing calls FlushNotify: the notification owed
+// for an enqueue that skipped its own (inside an open window) goes out at once, not when
+// the window ends, and after FlushNotify returns nothing is owed (FlushNotify again sends
+// nothing). Without it the job would wait the whole window (here 20s, standing in for a
+// process that exited and took the window's timer with it).
+func TestFlushNotifySendsWhatTheThrottleOwes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const cooldown = 20 * time.Second
+	started := make(chan int64, 10)
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "flushed", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		started <- job.ID
+		return nil
+	}, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"flushed": {Slots: 5}})
+	cfg.PollInterval = time.Minute
+	startClient(t, b.pool, cfg)
+	counter := countNotifications(t, b.url)
+	opts := &driver.EnqueueOpts{Queue: "flushed", NotifyCooldown: cooldown}
+	first := mustEnqueue(t, b.pool, "flushed", nil, opts) // notifies inline, opens the window
+	if got := <-started; got != first {
+		t.Fatalf("started job %d, want %d", got, first)
+	}
+	second := mustEnqueue(t, b.pool, "flushed", nil, opts) // skips its notification
+	select {
+	case id := <-started:
+		t.Fatalf("job %d started before FlushNotify: the enqueue did not skip its notification", id)
+	case <-time.After(300 * time.Millisecond):
+	}
+	before := len(counter.of("flushed"))
+	if err := driver.FlushNotify(t.Context()); err != nil {
+		t.Fatalf("FlushNotify: %v", err)
+	}
+	select {
+	case got := <-started:
+		if got != second {
+			t.Fatalf("started job %d, want %d", got, second)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the skipped enqueue's job did not start within 5s of FlushNotify")
+	}
+	if err := driver.FlushNotify(t.Context()); err != nil {
+		t.Fatalf("second FlushNotify: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := len(counter.of("flushed")) - before; got != 1 {
+		t.Fatalf("%d notifications from two FlushNotify calls, want 1", got)
+	}
+}
