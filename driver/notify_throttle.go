@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -70,10 +71,18 @@ var processNotifyThrottle = &notifyThrottle{queues: map[notifyKey]*queueNotify{}
 func sendJobsNotify(pool *pgxpool.Pool, queue string) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if _, err := pool.Exec(ctx, notifySQL, queue); err == nil || ctx.Err() != nil {
+	_, err := pool.Exec(ctx, notifySQL, queue)
+	if err == nil || ctx.Err() != nil || serverRefused(err) {
 		return
 	}
 	_ = sendJobsNotifyAlone(ctx, pool.Config(), queue)
+}
+
+// serverRefused reports whether the server answered err (no privilege, say): another
+// connection would get the same answer, so it is not worth one.
+func serverRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
 }
 
 // sendJobsNotifyAlone sends jobs_notify on a new connection made as the pool makes its
@@ -220,7 +229,7 @@ func (t *notifyThrottle) flush(ctx context.Context) error {
 	var errs []error
 	for _, k := range owed {
 		if _, err := k.pool.Exec(ctx, notifySQL, k.queue); err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || serverRefused(err) {
 				errs = append(errs, fmt.Errorf("failed to notify queue %q: %w", k.queue, err))
 				continue
 			}
