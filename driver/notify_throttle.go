@@ -207,20 +207,21 @@ func (t *notifyThrottle) end(st *queueNotify) {
 // has not ended yet). A program that enqueues through a *pgxpool.Pool and exits right away
 // (a command-line tool, a job in a cron) calls it before exiting: the throttle sends its
 // notifications from timers, which die with the process, and the jobs would then wait for
-// the workers' poll. Long-running processes need not call it. It returns the errors of the
-// notifications it could not send, joined.
+// the workers' poll. Long-running processes need not call it, and a Client's Run does it
+// for its own pool before it returns. It returns the errors of the notifications it could
+// not send, joined.
 func FlushNotify(ctx context.Context) error {
-	return processNotifyThrottle.flush(ctx)
+	return processNotifyThrottle.flush(ctx, nil)
 }
 
-// flush sends the notification of every queue with a skipped enqueue that returned inside
-// its open window; the window stays open, so notifications stay at least a cooldown apart
-// for the enqueues that follow.
-func (t *notifyThrottle) flush(ctx context.Context) error {
+// flush sends the notification of every queue (of pool, or of every pool when nil) with a
+// skipped enqueue that returned inside its open window; the window stays open, so
+// notifications stay at least a cooldown apart for the enqueues that follow.
+func (t *notifyThrottle) flush(ctx context.Context, pool *pgxpool.Pool) error {
 	t.mu.Lock()
 	var owed []notifyKey
 	for k, st := range t.queues {
-		if st.pending {
+		if st.pending && (pool == nil || k.pool == pool) {
 			st.pending = false
 			owed = append(owed, k)
 		}

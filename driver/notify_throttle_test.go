@@ -411,3 +411,87 @@ func TestFlushNotifySendsWhatTheThrottleOwes(t *testing.T) {
 		t.Fatalf("%d notifications from two FlushNotify calls, want 1", got)
 	}
 }
+
+// A worker process's handlers enqueue follow-up jobs through the client's pool; when the
+// client stops (and the process would exit), Run sends the notifications the throttle owes
+// for them, so another process's idle worker starts them at once instead of at its poll.
+func TestRunFlushesNotifyOnStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const cooldown = 20 * time.Second
+	enqueued := make(chan [2]int64, 1)
+	firstEnqueued := make(chan int64, 1)
+	firstStarted := make(chan struct{})
+	producerHandlers := driver.NewHandlers()
+	driver.AddHandler(producerHandlers, "produce", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		opts := &driver.EnqueueOpts{Queue: "followups", NotifyCooldown: cooldown}
+		first, err := driver.Enqueue(ctx, b.pool, "followup", nil, opts) // inline, opens the window
+		if err != nil {
+			return err
+		}
+		// The worker claims the first before the second exists (one claim would take both).
+		firstEnqueued <- first
+		select {
+		case <-firstStarted:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		second, err := driver.Enqueue(ctx, b.pool, "followup", nil, opts) // skips its notification
+		if err != nil {
+			return err
+		}
+		enqueued <- [2]int64{first, second}
+		return nil
+	}, nil)
+	producerCfg := baseConfig(b, producerHandlers, map[string]driver.QueueConfig{"default": {Slots: 1}})
+	producer, err := driver.NewClient(b.pool, producerCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- producer.Run(context.Background()) }()
+	t.Cleanup(func() { _ = producer.Stop(context.Background()) })
+
+	// The other process: its own pool, an idle worker that only a notification wakes.
+	started := make(chan int64, 10)
+	workerHandlers := driver.NewHandlers()
+	driver.AddHandler(workerHandlers, "followup", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		started <- job.ID
+		return nil
+	}, nil)
+	workerCfg := baseConfig(b, workerHandlers, map[string]driver.QueueConfig{"followups": {Slots: 5}})
+	workerCfg.PollInterval = time.Minute
+	startClient(t, newPool(t, b.url, 5), workerCfg)
+	warm := mustEnqueue(t, b.pool, "followup", nil, &driver.EnqueueOpts{Queue: "followups", NotifyCooldown: -1})
+	if got := <-started; got != warm {
+		t.Fatalf("started job %d, want the warm-up %d", got, warm)
+	}
+	time.Sleep(300 * time.Millisecond)
+
+	mustEnqueue(t, b.pool, "produce", nil, &driver.EnqueueOpts{NotifyCooldown: -1})
+	first := <-firstEnqueued
+	if got := <-started; got != first {
+		t.Fatalf("started job %d, want the first follow-up %d", got, first)
+	}
+	close(firstStarted)
+	ids := <-enqueued
+	select {
+	case id := <-started:
+		t.Fatalf("job %d started before the producer stopped: the second enqueue did not skip its notification", id)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := producer.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-runDone; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	select {
+	case got := <-started:
+		if got != ids[1] {
+			t.Fatalf("started job %d, want the second follow-up %d", got, ids[1])
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the follow-up enqueued without a notification did not start within 5s of Run's return")
+	}
+}
