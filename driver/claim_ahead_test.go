@@ -121,6 +121,47 @@ func TestClaimAhead(t *testing.T) {
 		}
 	})
 
+	// A buffered job goes back before its lease could end, heartbeat or not: its TTL is at
+	// most half the lease (ClaimAheadTTL is 2s, the lease here 1s, heartbeats off). Every
+	// 10ms the test looks for a job of the buffer (any but the one running in the only
+	// slot) that is still running with its lease expired; there must be none, and the two
+	// buffered jobs must have gone back by jobs_snooze's rule (no attempt spent).
+	t.Run("ReturnedBeforeTheirLeaseEnds", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		proceed := make(chan struct{})
+		var running atomic.Int64
+		hs := driver.NewHandlers()
+		driver.AddHandler(hs, "job", func(ctx context.Context, job *driver.Job[struct{}]) error {
+			running.CompareAndSwap(0, job.ID)
+			select {
+			case <-proceed:
+			case <-ctx.Done():
+			}
+			return nil
+		}, nil)
+		cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 1, ClaimAhead: 2}})
+		cfg.Lease = time.Second
+		cfg.HeartbeatInterval = -1
+		cfg.RequeueInterval = -1
+		cfg.JobTimeout = -1
+		enqueueN(t, b, "job", 3)
+		startClient(t, b.pool, cfg)
+		defer close(proceed)
+		waitUntil(t, 10*time.Second, "a job running", func() bool { return running.Load() != 0 })
+		deadline := time.Now().Add(2500 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			if n := queryInt(t, b.pool, `SELECT count(*) FROM jobs
+				WHERE state = 'running' AND lease_expires_at < clock_timestamp() AND id <> $1`, running.Load()); n > 0 {
+				t.Fatalf("%d buffered jobs still running with their lease expired", n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE id <> $1 AND attempts = 1 AND max_attempts = 6", running.Load()); n != 2 {
+			t.Fatalf("%d of the 2 buffered jobs given back without spending an attempt", n)
+		}
+	})
+
 	// Two clients with claim-ahead on one queue both get work, and each job runs once.
 	t.Run("TwoClientsBothGetWork", func(t *testing.T) {
 		t.Parallel()

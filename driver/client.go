@@ -124,6 +124,8 @@ func (c *Client) ID() string { return c.cfg.ID }
 //     once, no attempt spent). A handler that ignores its context longer is abandoned: its
 //     job stays leased until the lease expires, then runs again as a new attempt.
 //  4. It flushes the pending completions.
+//  5. It sends the notifications the notify throttle owes for jobs enqueued through its pool
+//     (see [FlushNotify]), so that they do not wait for the poll if the process exits next.
 //
 // Database outages do not stop Run: every part logs, backs off and retries, and the
 // listener reconnects and listens again. Run returns an error only when it was already
@@ -220,6 +222,15 @@ func (c *Client) Run(ctx context.Context) error {
 		abort() // the completer logs what it could not record
 		<-completerDone
 	}
+	// 5. Send the notifications the notify throttle owes for jobs enqueued through this
+	// client's pool (its handlers' follow-up jobs, say): the process may exit next, and the
+	// throttle's timers with it, leaving those jobs to the other workers' poll.
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), opTimeout)
+	if err := processNotifyThrottle.flush(flushCtx, c.pool); err != nil {
+		c.logger.Warn("failed to send the notifications owed for jobs enqueued through the client's pool; workers find them at their next poll",
+			slog.Any("error", err))
+	}
+	cancelFlush()
 	c.logger.Info("skiplock client stopped")
 	return runErr
 }

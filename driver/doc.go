@@ -40,7 +40,8 @@
 // itself, the others skip the notification, and once they have returned a jobs_notify of
 // their own follows, at most one per cooldown. An idle worker still starts every job within
 // the cooldown and a round trip or two. Enqueues through a pgx.Tx or a connection notify
-// inline.
+// inline. A program that exits right after enqueueing through a pool calls [FlushNotify]
+// first: the deferred notifications are sent from timers, which die with the process.
 //
 // # Handlers
 //

@@ -74,7 +74,8 @@ type EnqueueOpts struct {
 	// time (a cluster-wide lock held across the WAL flush), so the first such enqueue of a
 	// queue notifies inline and opens a window of NotifyCooldown; the enqueues of that
 	// queue inside the window pass notify => false, and when it ends the process sends one
-	// jobs_notify for the queue, in a transaction of its own, if any of them returned. An
+	// jobs_notify for the queue, in a transaction of its own, if any of them returned
+	// (on a connection of its own if the pool was closed meanwhile). An
 	// idle worker so hears of the job within NotifyCooldown (and a round trip) of the
 	// enqueue's return, and a busy queue gets one notification per NotifyCooldown. The window's length is set by
 	// the enqueue that opens it. Ignored for a pgx.Tx or *pgx.Conn (they notify inline) and

@@ -2,9 +2,13 @@ package driver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -33,6 +37,7 @@ const NotifyCooldownDefault = 2 * time.Millisecond
 type notifyThrottle struct {
 	mu     sync.Mutex
 	queues map[notifyKey]*queueNotify
+	sends  int // deferred notifications being sent (FlushNotify waits for them)
 }
 
 type notifyKey struct {
@@ -57,13 +62,51 @@ type queueNotify struct {
 // processNotifyThrottle is the throttle of every Enqueue and EnqueueMany of this process.
 var processNotifyThrottle = &notifyThrottle{queues: map[notifyKey]*queueNotify{}}
 
-// sendJobsNotify wakes the workers of queue in a transaction of its own. A failure is not
-// reported to anyone (the enqueues it covers have returned): the workers' poll finds the
-// jobs then, as it does when a notification is lost.
+// sendJobsNotify wakes the workers of queue in a transaction of its own. When the pool
+// cannot (its owner closed it once the enqueues returned, as a short-lived program does,
+// or its connection broke) it sends the notification on a connection of its own, made
+// from the pool's configuration: the enqueues it covers have returned, so their owner may
+// well have closed the pool already. A failure is not reported to anyone: the workers'
+// poll finds the jobs then, as it does when a notification is lost.
 func sendJobsNotify(pool *pgxpool.Pool, queue string) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	_, _ = pool.Exec(ctx, notifySQL, queue)
+	_, err := pool.Exec(ctx, notifySQL, queue)
+	if err == nil || ctx.Err() != nil || serverRefused(err) {
+		return
+	}
+	_ = sendJobsNotifyAlone(ctx, pool.Config(), queue)
+}
+
+// serverRefused reports whether the server answered err (no privilege, say): another
+// connection would get the same answer, so it is not worth one.
+func serverRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
+
+// sendJobsNotifyAlone sends jobs_notify on a new connection made as the pool makes its
+// own (its BeforeConnect and AfterConnect hooks included, which may set the role or
+// search_path), and closes it.
+func sendJobsNotifyAlone(ctx context.Context, cfg *pgxpool.Config, queue string) error {
+	connCfg := cfg.ConnConfig
+	if cfg.BeforeConnect != nil {
+		if err := cfg.BeforeConnect(ctx, connCfg); err != nil {
+			return err
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctx, connCfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	if cfg.AfterConnect != nil {
+		if err := cfg.AfterConnect(ctx, conn); err != nil {
+			return err
+		}
+	}
+	_, err = conn.Exec(ctx, notifySQL, queue)
+	return err
 }
 
 // skip decides whether an enqueue of the given queues (those with a job ready now) may pass
@@ -106,6 +149,17 @@ func (t *notifyThrottle) skip(pool *pgxpool.Pool, queues []string, cooldowns []t
 	return nil, false
 }
 
+// send sends a window's notification in a goroutine of its own. Callers hold t.mu.
+func (t *notifyThrottle) send(k notifyKey) {
+	t.sends++
+	go func() {
+		sendJobsNotify(k.pool, k.queue)
+		t.mu.Lock()
+		t.sends--
+		t.mu.Unlock()
+	}()
+}
+
 // open arms the timer of a new window. Callers hold t.mu.
 func (t *notifyThrottle) open(st *queueNotify) {
 	st.idle = false
@@ -121,7 +175,7 @@ func (t *notifyThrottle) done(joined []*queueNotify) {
 		// Even a failed call may have committed (the connection can break after the
 		// commit), and a needless notification costs one wake-up.
 		if st.idle {
-			go sendJobsNotify(st.key.pool, st.key.queue)
+			t.send(st.key)
 			t.open(st)
 		} else {
 			st.pending = true
@@ -139,11 +193,64 @@ func (t *notifyThrottle) end(st *queueNotify) {
 	switch {
 	case st.pending:
 		st.pending = false
-		go sendJobsNotify(st.key.pool, st.key.queue)
+		t.send(st.key)
 		t.open(st)
 	case st.inflight > 0:
 		st.idle = true
 	default:
 		delete(t.queues, st.key)
 	}
+}
+
+// FlushNotify sends now, and waits for, the notifications that the notify throttle owes
+// for enqueues that have returned (those that passed notify => false inside a window that
+// has not ended yet). A program that enqueues through a *pgxpool.Pool and exits right away
+// (a command-line tool, a job in a cron) calls it before exiting: the throttle sends its
+// notifications from timers, which die with the process, and the jobs would then wait for
+// the workers' poll. Long-running processes need not call it, and a Client's Run does it
+// for its own pool before it returns. It returns the errors of the notifications it could
+// not send, joined.
+func FlushNotify(ctx context.Context) error {
+	return processNotifyThrottle.flush(ctx, nil)
+}
+
+// flush sends the notification of every queue (of pool, or of every pool when nil) with a
+// skipped enqueue that returned inside its open window; the window stays open, so
+// notifications stay at least a cooldown apart for the enqueues that follow.
+func (t *notifyThrottle) flush(ctx context.Context, pool *pgxpool.Pool) error {
+	t.mu.Lock()
+	var owed []notifyKey
+	for k, st := range t.queues {
+		if st.pending && (pool == nil || k.pool == pool) {
+			st.pending = false
+			owed = append(owed, k)
+		}
+	}
+	t.mu.Unlock()
+	var errs []error
+	for _, k := range owed {
+		if _, err := k.pool.Exec(ctx, notifySQL, k.queue); err != nil {
+			if ctx.Err() != nil || serverRefused(err) {
+				errs = append(errs, fmt.Errorf("failed to notify queue %q: %w", k.queue, err))
+				continue
+			}
+			if err := sendJobsNotifyAlone(ctx, k.pool.Config(), k.queue); err != nil {
+				errs = append(errs, fmt.Errorf("failed to notify queue %q: %w", k.queue, err))
+			}
+		}
+	}
+	// Those a window's end (or a return after it) started are sent by then too.
+	for {
+		t.mu.Lock()
+		n := t.sends
+		t.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if !sleepCtx(ctx, time.Millisecond) {
+			errs = append(errs, fmt.Errorf("failed to wait for %d notifications: %w", n, ctx.Err()))
+			break
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -279,5 +280,218 @@ func TestNotifyCooldownInvalid(t *testing.T) {
 	var inv *driver.InvalidError
 	if !errors.As(err, &inv) || inv.Field != "EnqueueOpts.NotifyCooldown" {
 		t.Fatalf("Enqueue with NotifyCooldown -2: %v, want an *InvalidError for EnqueueOpts.NotifyCooldown", err)
+	}
+}
+
+// A program that enqueues through a pool of its own and closes the pool at once (a CLI,
+// a request handler's short-lived pool) still wakes the idle workers: the window's
+// deferred jobs_notify goes out on a connection of its own when the pool is closed, so no
+// job waits for the workers' poll. Regression: the deferred notification failed on the
+// closed pool and every skipped enqueue's job waited a poll interval.
+func TestNotifyThrottleSurvivesPoolClose(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const cooldown = 300 * time.Millisecond
+	var mu sync.Mutex
+	started := map[int64]time.Time{}
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "closing", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		mu.Lock()
+		started[job.ID] = time.Now()
+		mu.Unlock()
+		return nil
+	}, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"closing": {Slots: 50}})
+	cfg.PollInterval = time.Minute
+	startClient(t, b.pool, cfg)
+	warm := mustEnqueue(t, b.pool, "closing", nil, &driver.EnqueueOpts{Queue: "closing", NotifyCooldown: -1})
+	waitUntil(t, 10*time.Second, "warm-up job done", jobStateIs(t, b.pool, warm, "done"))
+
+	for round := range 2 {
+		producer := newPool(t, b.url, 8)
+		var ids []int64
+		var idsMu sync.Mutex
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 3 {
+					id, err := driver.Enqueue(context.Background(), producer, "closing", nil,
+						&driver.EnqueueOpts{Queue: "closing", NotifyCooldown: cooldown})
+					if err != nil {
+						t.Errorf("Enqueue: %v", err)
+						return
+					}
+					idsMu.Lock()
+					ids = append(ids, id)
+					idsMu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		producer.Close()
+		closedAt := time.Now()
+		waitUntil(t, 10*time.Second, "every job enqueued before the pool closed started", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if _, ok := started[id]; !ok {
+					return false
+				}
+			}
+			return true
+		})
+		mu.Lock()
+		for _, id := range ids {
+			if wait := started[id].Sub(closedAt); wait > cooldown+time.Second {
+				t.Errorf("round %d: job %d started %s after the pool closed, want within %s", round, id, wait, cooldown+time.Second)
+			}
+		}
+		mu.Unlock()
+		time.Sleep(2 * cooldown)
+	}
+}
+
+// A program that exits right after enqueueing calls FlushNotify: the notification owed
+// for an enqueue that skipped its own (inside an open window) goes out at once, not when
+// the window ends, and after FlushNotify returns nothing is owed (FlushNotify again sends
+// nothing). Without it the job would wait the whole window (here 20s, standing in for a
+// process that exited and took the window's timer with it).
+func TestFlushNotifySendsWhatTheThrottleOwes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const cooldown = 20 * time.Second
+	started := make(chan int64, 10)
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "flushed", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		started <- job.ID
+		return nil
+	}, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"flushed": {Slots: 5}})
+	cfg.PollInterval = time.Minute
+	startClient(t, b.pool, cfg)
+	counter := countNotifications(t, b.url)
+	// Let the client's first claim (at start) and its LISTEN happen, and the warm-up job's
+	// notification arrive: a later wake-up would claim the job meant to wait.
+	warm := mustEnqueue(t, b.pool, "flushed", nil, &driver.EnqueueOpts{Queue: "flushed", NotifyCooldown: -1})
+	if got := <-started; got != warm {
+		t.Fatalf("started job %d, want %d", got, warm)
+	}
+	time.Sleep(300 * time.Millisecond)
+	opts := &driver.EnqueueOpts{Queue: "flushed", NotifyCooldown: cooldown}
+	first := mustEnqueue(t, b.pool, "flushed", nil, opts) // notifies inline, opens the window
+	if got := <-started; got != first {
+		t.Fatalf("started job %d, want %d", got, first)
+	}
+	time.Sleep(300 * time.Millisecond)                     // its notification arrived: the next wake-up is FlushNotify's
+	second := mustEnqueue(t, b.pool, "flushed", nil, opts) // skips its notification
+	select {
+	case id := <-started:
+		t.Fatalf("job %d started before FlushNotify: the enqueue did not skip its notification", id)
+	case <-time.After(300 * time.Millisecond):
+	}
+	before := len(counter.of("flushed"))
+	// FlushNotify is process-wide: a parallel test's pool may be gone by now, and its
+	// error is not this test's.
+	if err := driver.FlushNotify(t.Context()); err != nil && strings.Contains(err.Error(), `"flushed"`) {
+		t.Fatalf("FlushNotify: %v", err)
+	}
+	select {
+	case got := <-started:
+		if got != second {
+			t.Fatalf("started job %d, want %d", got, second)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the skipped enqueue's job did not start within 5s of FlushNotify")
+	}
+	if err := driver.FlushNotify(t.Context()); err != nil && strings.Contains(err.Error(), `"flushed"`) {
+		t.Fatalf("second FlushNotify: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := len(counter.of("flushed")) - before; got != 1 {
+		t.Fatalf("%d notifications from two FlushNotify calls, want 1", got)
+	}
+}
+
+// A worker process's handlers enqueue follow-up jobs through the client's pool; when the
+// client stops (and the process would exit), Run sends the notifications the throttle owes
+// for them, so another process's idle worker starts them at once instead of at its poll.
+func TestRunFlushesNotifyOnStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const cooldown = 20 * time.Second
+	enqueued := make(chan [2]int64, 1)
+	firstEnqueued := make(chan int64, 1)
+	firstStarted := make(chan struct{})
+	producerHandlers := driver.NewHandlers()
+	driver.AddHandler(producerHandlers, "produce", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		opts := &driver.EnqueueOpts{Queue: "followups", NotifyCooldown: cooldown}
+		first, err := driver.Enqueue(ctx, b.pool, "followup", nil, opts) // inline, opens the window
+		if err != nil {
+			return err
+		}
+		// The worker claims the first before the second exists (one claim would take both).
+		firstEnqueued <- first
+		select {
+		case <-firstStarted:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		second, err := driver.Enqueue(ctx, b.pool, "followup", nil, opts) // skips its notification
+		if err != nil {
+			return err
+		}
+		enqueued <- [2]int64{first, second}
+		return nil
+	}, nil)
+	producerCfg := baseConfig(b, producerHandlers, map[string]driver.QueueConfig{"default": {Slots: 1}})
+	producer, err := driver.NewClient(b.pool, producerCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- producer.Run(context.Background()) }()
+	t.Cleanup(func() { _ = producer.Stop(context.Background()) })
+
+	// The other process: its own pool, an idle worker that only a notification wakes.
+	started := make(chan int64, 10)
+	workerHandlers := driver.NewHandlers()
+	driver.AddHandler(workerHandlers, "followup", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		started <- job.ID
+		return nil
+	}, nil)
+	workerCfg := baseConfig(b, workerHandlers, map[string]driver.QueueConfig{"followups": {Slots: 5}})
+	workerCfg.PollInterval = time.Minute
+	startClient(t, newPool(t, b.url, 5), workerCfg)
+	warm := mustEnqueue(t, b.pool, "followup", nil, &driver.EnqueueOpts{Queue: "followups", NotifyCooldown: -1})
+	if got := <-started; got != warm {
+		t.Fatalf("started job %d, want the warm-up %d", got, warm)
+	}
+	time.Sleep(300 * time.Millisecond)
+
+	mustEnqueue(t, b.pool, "produce", nil, &driver.EnqueueOpts{NotifyCooldown: -1})
+	first := <-firstEnqueued
+	if got := <-started; got != first {
+		t.Fatalf("started job %d, want the first follow-up %d", got, first)
+	}
+	close(firstStarted)
+	ids := <-enqueued
+	select {
+	case id := <-started:
+		t.Fatalf("job %d started before the producer stopped: the second enqueue did not skip its notification", id)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := producer.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-runDone; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	select {
+	case got := <-started:
+		if got != ids[1] {
+			t.Fatalf("started job %d, want the second follow-up %d", got, ids[1])
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the follow-up enqueued without a notification did not start within 5s of Run's return")
 	}
 }

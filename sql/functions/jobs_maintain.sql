@@ -35,8 +35,10 @@
 --           (_jobs_completion_deletes: done_retention 0), every live job is older than the
 --           cutoff, and the only done rows left are those completed before the switch,
 --           mostly the lowest ids: the walk then covers the lowest max_jobs ids only, not
---           every queued and running job (a done row behind more than max_jobs older live
---           jobs waits until they are gone).
+--           every queued and running job, and when those hold no done row due, max_jobs
+--           ids from a random one below the cutoff's: a done row behind more than max_jobs
+--           kept jobs (dead ones without a retention, long-delayed queued ones) is reached
+--           within a few rounds (on average (jobs below the cutoff) / max_jobs of them).
 -- Locks:    the advisory lock and the requeued and deleted rows, until the caller's
 --           transaction ends.
 -- States:   running -> queued or dead (expired leases); removes done/cancelled/dead rows.
@@ -59,6 +61,7 @@ DECLARE
     v_lo         bigint;
     v_hi         bigint;
     v_mid        bigint;
+    v_from       bigint;
     v_created    timestamptz;
     v_doomed     bigint[];
     v_pruned     integer;
@@ -126,24 +129,37 @@ BEGIN
 
             BEGIN
                 IF v_state = 'done' AND _jobs_completion_deletes() THEN
-                    -- Done rows only from before completions deleted: the lowest ids. A
-                    -- bounded window, so that a backlog of live jobs is not walked each round.
-                    v_doomed := ARRAY(
-                        SELECT j.id
-                        FROM jobs j
-                        WHERE j.id = ANY (ARRAY(
-                                SELECT w.id
-                                FROM (SELECT j2.id, j2.state, j2.finished_at
-                                      FROM jobs j2
-                                      WHERE j2.id < v_lo
-                                      ORDER BY j2.id
-                                      LIMIT jobs_maintain.max_jobs) w
-                                WHERE w.state = 'done'
-                                  AND w.finished_at < v_cutoff))
-                          AND j.state = 'done'
-                          AND j.finished_at < v_cutoff
-                        ORDER BY j.id
-                        FOR UPDATE SKIP LOCKED);
+                    -- Done rows only from before completions deleted (and from completions
+                    -- that ran while the setting changed): mostly the lowest ids. A bounded
+                    -- window of max_jobs ids, so that a backlog of live jobs is not walked
+                    -- each round: the lowest ids first; when they hold nothing to prune, the
+                    -- window starts at a random id below v_lo instead, so that done rows
+                    -- behind more than max_jobs kept jobs (dead ones without a retention,
+                    -- long-delayed queued ones) are reached too, within a few rounds.
+                    v_from := NULL;
+                    LOOP
+                        v_doomed := ARRAY(
+                            SELECT j.id
+                            FROM jobs j
+                            WHERE j.id = ANY (ARRAY(
+                                    SELECT w.id
+                                    FROM (SELECT j2.id, j2.state, j2.finished_at
+                                          FROM jobs j2
+                                          WHERE j2.id < v_lo
+                                            AND j2.id >= coalesce(v_from, -9223372036854775807)
+                                          ORDER BY j2.id
+                                          LIMIT jobs_maintain.max_jobs) w
+                                    WHERE w.state = 'done'
+                                      AND w.finished_at < v_cutoff))
+                              AND j.state = 'done'
+                              AND j.finished_at < v_cutoff
+                            ORDER BY j.id
+                            FOR UPDATE SKIP LOCKED);
+                        EXIT WHEN cardinality(v_doomed) > 0 OR v_from IS NOT NULL;
+                        SELECT min(j.id) INTO v_from FROM jobs j;
+                        EXIT WHEN v_from IS NULL OR v_lo IS NULL; -- no jobs
+                        v_from := v_from + floor(random() * (v_lo - v_from))::bigint;
+                    END LOOP;
                 ELSIF v_state = 'done' THEN
                     v_doomed := ARRAY(
                         SELECT j.id

@@ -3,6 +3,7 @@ package sqltest
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,6 +125,27 @@ func TestCompleteDeletesWithZeroRetention(t *testing.T) {
 			t.Fatalf("states %s, want done,done", s)
 		}
 	})
+
+	// Every refusing form is found, not only the deferrable one above: RESTRICT has its own
+	// RI trigger function (RI_FKey_restrict_del), and an immediate NO ACTION would fail the
+	// completion with 23503 at once if it were missed.
+	for _, onDelete := range []string{"ON DELETE RESTRICT", "ON DELETE NO ACTION", ""} {
+		t.Run("RefusingForeignKeyKeepsDone/"+strings.TrimSpace("fk "+onDelete), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			mustExec(t, b.Conn, "UPDATE jobs_settings SET done_retention = '0'")
+			mustExec(t, b.Conn, "CREATE TABLE orders (id bigserial PRIMARY KEY, job_id bigint NOT NULL REFERENCES jobs (id) "+onDelete+")")
+			id := enqueue(t, b.Conn, "")
+			mustExec(t, b.Conn, "INSERT INTO orders (job_id) VALUES ($1)", id)
+			j := claimOne(t, b.Conn, "w", "", "1 hour")
+			if ok := queryOne[bool](t, b.Conn, "SELECT jobs_complete($1, $2)", id, j.Attempt); !ok {
+				t.Fatal("jobs_complete returned false")
+			}
+			if s := queryOne[string](t, b.Conn, "SELECT state::text FROM jobs WHERE id = $1", id); s != "done" {
+				t.Fatalf("state %s, want done (kept: the foreign key refuses the delete)", s)
+			}
+		})
+	}
 
 	t.Run("CascadingForeignKeyDeletes", func(t *testing.T) {
 		t.Parallel()

@@ -159,6 +159,39 @@ func TestMaintain(t *testing.T) {
 		}
 	})
 
+	// The bounded window must not stay on the lowest ids forever: done rows behind more than
+	// max_jobs jobs that are kept (dead ones with dead_retention NULL, here; long-delayed
+	// queued ones likewise) are pruned too, within a few rounds. Such rows come from before
+	// the switch to 0, and from completions that ran concurrently with it. Regression: every
+	// round looked at the same lowest max_jobs ids, all dead, and the done rows stayed.
+	t.Run("ZeroRetentionReachesDoneRowsBehindKeptJobs", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mustExec(t, b.Conn, "UPDATE jobs_settings SET dead_retention = NULL")
+		insertFinished(t, b.Conn, 30, "dead", "q", "1 hour")
+		insertFinished(t, b.Conn, 3, "done", "q", "1 hour")
+		insertFinished(t, b.Conn, 30, "dead", "q", "1 hour")
+		insertFinished(t, b.Conn, 2, "done", "q", "1 hour")
+		mustExec(t, b.Conn, "UPDATE jobs_settings SET done_retention = '0'")
+		var pruned int32
+		for range 60 {
+			m := maintain(t, b.Conn, 10)
+			if m.PrunedDone > 10 {
+				t.Fatalf("a round pruned %d done jobs, more than max_jobs 10", m.PrunedDone)
+			}
+			pruned += m.PrunedDone
+			if pruned == 5 {
+				break
+			}
+		}
+		if pruned != 5 {
+			t.Fatalf("60 rounds of jobs_maintain(10) pruned %d of the 5 done jobs behind 30 kept dead ones", pruned)
+		}
+		if n := queryOne[int](t, b.Conn, "SELECT count(*) FROM jobs WHERE state = 'dead'"); n != 60 {
+			t.Fatalf("%d dead jobs left, want all 60 kept", n)
+		}
+	})
+
 	t.Run("BoundedRoundSaysMore", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
