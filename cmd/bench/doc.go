@@ -66,7 +66,7 @@
 // per peer the median and range of the per-round ratios (skiplock's jobs/s over the
 // peer's, or for latency and steady_rate the peer's p50 or p99 over skiplock's), and -json
 // adds "round" to each line and a {"system":"summary",…} line after each scenario's
-// rounds. So that a full -peers run stays near ten minutes on 2 cores, -peers makes the
+// rounds. So that a full -peers run stays within a few minutes on 2 cores, -peers makes the
 // defaults of -jobs 20000, -steady-duration 5s and -latency-jobs 200 (flags given win).
 // Without -peers each scenario runs once unless -rounds is given. cmd/bench/peers/river is a Go module of its own (so
 // skiplock's go.mod never requires River), built with the go command into the user's cache
