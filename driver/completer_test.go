@@ -29,7 +29,8 @@ func TestCompletionRetriedAfterConnectionLoss(t *testing.T) {
 	startClient(t, b.pool, cfg)
 
 	// Hold the running job's row lock, so that its completion blocks where we can kill its
-	// connection.
+	// connection. The completion goes out as jobs_complete_many, or as jobs_complete_and_claim
+	// when the queue's fetch loop has a free slot and reason to claim at that moment.
 	id := mustEnqueue(t, b.pool, "quick", nil, nil)
 	<-started
 	blocker := pgtest.NewConn(t, b.url)
@@ -47,7 +48,8 @@ func TestCompletionRetriedAfterConnectionLoss(t *testing.T) {
 		var n int
 		waitUntil(t, 10*time.Second, "a blocked completion", func() bool {
 			n = queryInt(t, b.pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE datname = current_database() AND query LIKE '%jobs_complete_many%' AND wait_event_type = 'Lock'`)
+				WHERE datname = current_database() AND wait_event_type = 'Lock'
+				  AND (query LIKE '%jobs_complete_many%' OR query LIKE '%jobs_complete_and_claim%')`)
 			return n > 0
 		})
 		killed += n
