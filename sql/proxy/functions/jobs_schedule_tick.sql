@@ -25,8 +25,8 @@ DECLARE
 BEGIN
     FOR v_shard IN 0 .. _jobs_proxy_shard_count() - 1 LOOP
         BEGIN
-        v_one := _jobs_proxy_schedule_tick_on(v_shard);
-        v_total := v_total + coalesce(v_one, 0);
+            v_one := _jobs_proxy_schedule_tick_on(v_shard);
+            v_total := v_total + coalesce(v_one, 0);
             v_answered := true;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
