@@ -129,6 +129,7 @@ COMMENT ON TABLE jobs_proxy_queues IS
 {{ template "snapshots/001/functions/_jobs_proxy_heartbeat_many_split.sql" . }}
 {{ template "snapshots/001/functions/jobs_heartbeat_many.sql" . }}
 {{ template "snapshots/001/functions/jobs_snooze.sql" . }}
+{{ template "snapshots/001/functions/_jobs_proxy_sum_each.sql" . }}
 {{ template "snapshots/001/functions/_jobs_proxy_requeue_expired_on.sql" . }}
 {{ template "snapshots/001/functions/jobs_requeue_expired.sql" . }}
 {{ template "snapshots/001/functions/jobs_cancel.sql" . }}

@@ -27,6 +27,7 @@
 {{ template "functions/_jobs_proxy_heartbeat_many_split.sql" . }}
 {{ template "functions/jobs_heartbeat_many.sql" . }}
 {{ template "functions/jobs_snooze.sql" . }}
+{{ template "functions/_jobs_proxy_sum_each.sql" . }}
 {{ template "functions/_jobs_proxy_requeue_expired_on.sql" . }}
 {{ template "functions/jobs_requeue_expired.sql" . }}
 {{ template "functions/jobs_cancel.sql" . }}

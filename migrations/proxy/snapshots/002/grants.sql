@@ -68,6 +68,7 @@ BEGIN
             ('_jobs_proxy_heartbeat_many_split(bigint[], integer[], interval)',                         '{jobs_worker}'),
             ('jobs_heartbeat_many(bigint[], integer[], interval)',                                      '{jobs_worker}'),
             ('jobs_snooze(bigint, integer, timestamptz)',                                               '{jobs_worker}'),
+            ('_jobs_proxy_sum_each(text)',                                                              '{jobs_worker, jobs_admin}'),
             ('_jobs_proxy_requeue_expired_on(integer)',                                                 '{jobs_worker, jobs_admin}'),
             ('jobs_requeue_expired()',                                                                  '{jobs_worker, jobs_admin}'),
             ('jobs_cancel(bigint)',                                                                     '{jobs_admin}'),
