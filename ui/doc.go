@@ -30,8 +30,8 @@
 //   - Escaping: pages are html/template, so payloads, errors, queue and kind names are escaped.
 //   - Cost: no page counts an unbounded set. Lists are keyset-paged through jobs_list (newest
 //     first, 50 to a page), counts come from jobs_metrics (which reads no finished row), and
-//     "all matching" actions loop over calls of at most 1,000 jobs each, each committed on its
-//     own. Pages stay under 200 ms with 1,000,000 done jobs in the table (ui_test.go).
+//     "all matching" actions act on pages of at most 1,000 jobs of jobs_list, each committed on
+//     its own, each job at most once. Pages stay under 200 ms with 1,000,000 done jobs in the table (ui_test.go).
 //
 // # Throughput
 //

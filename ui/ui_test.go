@@ -311,7 +311,8 @@ func TestDeadBulkActions(t *testing.T) {
 		}
 	})
 	t.Run("RetryAllMatching", func(t *testing.T) {
-		// 2500 jobs: three calls of jobs_retry_many (1000 at most each), then one returning 0.
+		// 2500 jobs: three pages of jobs_list (1000 at most each), each retried by one call of
+		// jobs_retry_many.
 		loc := b.mustPost(t, "/dead/retry", url.Values{"scope": {"all"}, "confirm": {"yes"}, "queue": {"mail"}, "kind": {"send"}})
 		if !strings.Contains(loc, "retried+2500") {
 			t.Errorf("redirect %q, want the message retried 2500", loc)
