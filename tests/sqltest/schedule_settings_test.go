@@ -173,3 +173,27 @@ func cronScenario(t *testing.T, conn *pgx.Conn, set string) []string {
 	rows("left", "SELECT name FROM jobs_schedules ORDER BY name")
 	return out
 }
+
+// TestCronCallersPinTimezoneAbbreviations: every public function that computes cron
+// instants (calls a _jobs_cron_ helper) pins timezone_abbreviations. The helpers leave it to
+// their callers, as setting it reloads the abbreviation file: once per call of a public
+// function, not once per step of a tick's search.
+func TestCronCallersPinTimezoneAbbreviations(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	callers := queryList[string](t, b.Conn, `
+		SELECT p.proname || ' ' || coalesce(array_to_string(p.proconfig, ','), '')
+		FROM pg_proc p
+		WHERE p.pronamespace = current_schema()::regnamespace
+		  AND p.proname NOT LIKE '\_%'
+		  AND p.prosrc ~ '_jobs_cron_(next|latest|instant|parse|timezone)\('
+		ORDER BY p.proname`)
+	if len(callers) < 4 {
+		t.Fatalf("found %d public cron functions, want at least jobs_cron_next, jobs_schedule, jobs_schedule_set_enabled, jobs_schedule_tick: %q", len(callers), callers)
+	}
+	for _, c := range callers {
+		if !strings.Contains(c, "timezone_abbreviations=Default") {
+			t.Errorf("%s: does not pin timezone_abbreviations = 'Default'", c)
+		}
+	}
+}
