@@ -674,6 +674,7 @@ COMMENT ON FUNCTION skiplock._jobs_cron_next(func text, cron text, after timesta
 CREATE FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT time_wildcard boolean, OUT every_seconds bigint) RETURNS record
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'skiplock', 'pg_temp'
+    SET "IntervalStyle" TO 'postgres'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -2719,6 +2720,7 @@ COMMENT ON FUNCTION skiplock.jobs_schedule_run(name text) IS 'skiplock: enqueues
 CREATE FUNCTION skiplock.jobs_schedule_set_enabled(name text, enabled boolean) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
+    SET timezone_abbreviations TO 'Default'
     AS $$
 #variable_conflict use_column
 BEGIN

@@ -93,8 +93,11 @@ type confirmData struct {
 }
 
 // bulkDead runs fn (jobs_retry_many or jobs_delete_many) on the request's jobs: once with the
-// ids, or, for all matching, in calls of bulkBatch jobs until one returns 0 (each call commits
-// on its own, as the SQL API asks, so workers are never held up for long).
+// ids, or, for all matching, on each page of bulkBatch dead jobs of jobs_list, newest first,
+// each call committed on its own (as the SQL API asks, so workers are never held up for
+// long). The pages go down the ids (keyset), so every job is acted on at most once and the
+// action ends: a loop "until a call returns 0" never ends while workers fail the retried
+// jobs straight back to dead, and retries each of them again and again.
 func (h *Handler) bulkDead(w http.ResponseWriter, r *http.Request, verb, fn string) {
 	b, err := parseBulk(r.PostForm)
 	if err != nil {
@@ -115,16 +118,26 @@ func (h *Handler) bulkDead(w http.ResponseWriter, r *http.Request, verb, fn stri
 	sql := "SELECT " + h.fn(fn) + "(ids => $1, queue => $2, kind => $3, states => '{dead}', max_jobs => $4)"
 	var total int64
 	if b.All {
+		page := b.Filter
 		for {
-			var n int64
-			if err := h.db.QueryRow(r.Context(), sql, nil, nullIfEmpty(b.Filter.Queue), nullIfEmpty(b.Filter.Kind), bulkBatch).Scan(&n); err != nil {
+			jobs, err := h.listJobs(r.Context(), page, bulkBatch)
+			if err == nil && len(jobs) > 0 {
+				ids := make([]int64, len(jobs))
+				for i, j := range jobs {
+					ids[i] = j.ID
+				}
+				var n int64
+				err = h.db.QueryRow(r.Context(), sql, ids, nullIfEmpty(b.Filter.Queue), nullIfEmpty(b.Filter.Kind), len(ids)).Scan(&n)
+				total += n
+			}
+			if err != nil {
 				h.redirectBack(w, r, "/dead", "", fmt.Errorf("%s stopped after %d jobs: %w", verb, total, err))
 				return
 			}
-			if n == 0 {
+			if len(jobs) < bulkBatch {
 				break
 			}
-			total += n
+			page.Before = jobs[len(jobs)-1].ID
 		}
 	} else if err := h.db.QueryRow(r.Context(), sql, b.IDs, nil, nil, bulkBatch).Scan(&total); err != nil {
 		h.redirectBack(w, r, "/dead", "", err)

@@ -14,7 +14,8 @@
 // The handler authenticates no one: whoever reaches it can do everything it offers. Mount it
 // behind the host application's own authentication middleware (or a reverse proxy that
 // authenticates), or use [Options.ReadOnly] where that is not possible. The `skiplock ui`
-// command wraps it in HTTP Basic auth from the environment and binds 127.0.0.1 by default.
+// command wraps it in HTTP Basic auth from the environment, binds 127.0.0.1 by default and
+// answers only the names it is given (see [Options.AllowedHosts]).
 //
 // # What it protects
 //
@@ -22,11 +23,15 @@
 //     under a secret drawn when the handler is created, of the form's action and an expiry),
 //     and cross-origin POSTs are refused ([http.CrossOriginProtection]). A POST without a
 //     valid token gets 403.
+//   - DNS rebinding: a request whose Host header is not an IP address, localhost or one of
+//     [Options.AllowedHosts] gets 421 Misdirected Request on every path, so a page of a name
+//     its owner points at this server (same-origin with it in the browser) can neither read
+//     a page nor take a form's token.
 //   - Escaping: pages are html/template, so payloads, errors, queue and kind names are escaped.
 //   - Cost: no page counts an unbounded set. Lists are keyset-paged through jobs_list (newest
 //     first, 50 to a page), counts come from jobs_metrics (which reads no finished row), and
-//     "all matching" actions loop over calls of at most 1,000 jobs each, each committed on its
-//     own. Pages stay under 200 ms with 1,000,000 done jobs in the table (ui_test.go).
+//     "all matching" actions act on pages of at most 1,000 jobs of jobs_list, each committed on
+//     its own, each job at most once. Pages stay under 200 ms with 1,000,000 done jobs in the table (ui_test.go).
 //
 // # Throughput
 //

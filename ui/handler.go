@@ -40,6 +40,16 @@ type Options struct {
 	PathPrefix string
 	// Logger receives errors of the database. Defaults to slog.Default().
 	Logger *slog.Logger
+	// AllowedHosts are the names the handler answers for besides IP addresses, localhost
+	// and names under .localhost, which it always answers: a request with any other Host
+	// header gets 421 Misdirected Request, whatever its path. This defeats DNS rebinding,
+	// where a page of the attacker's name, resolved to this server's address, would read
+	// pages and post forms as same-origin. Each entry is a name or an IP address, with or
+	// without a port (the port is ignored), compared case-insensitively; AnyHost ("*")
+	// answers every Host, for a handler whose proxy or middleware checks the Host itself.
+	// Defaults to nil: only IP addresses and localhost, so a handler reached by name
+	// (dashboard.example.com) must list that name.
+	AllowedHosts []string
 }
 
 // PageSize is the number of jobs on one page of a list.
@@ -61,6 +71,7 @@ type Handler struct {
 	sampler  *sampler
 	log      *slog.Logger
 	protect  *http.CrossOriginProtection
+	root     http.Handler // serve behind the Host check
 	basePath string
 }
 
@@ -77,6 +88,10 @@ func New(db DB, opts *Options) (*Handler, error) {
 	if h.basePath != "" && !strings.HasPrefix(h.basePath, "/") {
 		return nil, fmt.Errorf("ui: PathPrefix %q must start with /", h.opts.PathPrefix)
 	}
+	hosts, err := newHostAllowList(h.opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
 	h.log = h.opts.Logger
 	if h.log == nil {
 		h.log = slog.Default()
@@ -91,6 +106,7 @@ func New(db DB, opts *Options) (*Handler, error) {
 		return nil, err
 	}
 	h.routes()
+	h.root = hosts.wrap(http.HandlerFunc(h.serve))
 	return h, nil
 }
 
@@ -115,8 +131,13 @@ func (h *Handler) routes() {
 	h.mux = m
 }
 
-// ServeHTTP serves the dashboard's pages and actions.
+// ServeHTTP serves the dashboard's pages and actions, to requests whose Host it answers
+// for (see [Options.AllowedHosts]).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.root.ServeHTTP(w, r)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "same-origin")

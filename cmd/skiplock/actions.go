@@ -57,7 +57,9 @@ By ids: %s the jobs named that are in one of --state's states (default %s). Exit
 when none of them was.
 
 By filter (no ids): %s every job matching --queue, --kind and --state (default %s;
-allowed %s), in batches of %d until none is left. Before a filter-wide action the
+allowed %s), in batches of %d ids from jobs_list, newest first, each job at most once (the
+jobs that enter the set meanwhile with a higher id are left alone, so the command ends even
+while workers fail retried jobs straight back to dead). Before a filter-wide action the
 command counts the matching jobs and asks for confirmation on the terminal; --yes skips the
 question, and without --yes it refuses (exit code 2) when stdin is not a terminal.
 
@@ -144,20 +146,50 @@ func (a bulkAction) run(ctx context.Context, c *call, queue, kind, stateList str
 			return errNotConfirmed
 		}
 	}
-	total := 0
-	for {
-		var got int
-		err := c.conn.QueryRow(ctx, "SELECT "+a.function+"(queue => $1, kind => $2, states => $3::jobs_state[], max_jobs => $4)",
-			nullIfEmpty(queue), nullIfEmpty(kind), states, bulkBatch).Scan(&got)
-		if err != nil {
-			return fmt.Errorf("failed to %s jobs (%d %s so far): %w", a.verb, total, a.past, err)
-		}
-		total += got
-		if got == 0 {
-			break
-		}
+	total, err := a.runFilter(ctx, c, queue, kind, states)
+	if err != nil {
+		return fmt.Errorf("failed to %s jobs (%d %s so far): %w", a.verb, total, a.past, err)
 	}
 	return a.report(c, false, total)
+}
+
+// runFilter acts on every job matching queue, kind and states: for each state, on each page
+// of bulkBatch jobs of jobs_list, newest first, one call of the function with the page's ids
+// (each call its own transaction). The pages go down the ids (keyset), so every job is acted
+// on at most once and the action ends: calling the function by filter until it returns 0
+// never ends while the set refills (workers failing retried jobs straight back to dead,
+// producers enqueuing what is being cancelled, workers finishing jobs being deleted), and
+// retries a failing job again and again.
+func (a bulkAction) runFilter(ctx context.Context, c *call, queue, kind string, states []string) (int, error) {
+	total := 0
+	for _, state := range states {
+		var before int64
+		for {
+			page, err := listJobs(ctx, c.conn, state, queue, kind, bulkBatch, before)
+			if err != nil {
+				return total, err
+			}
+			if len(page) == 0 {
+				break
+			}
+			ids := make([]int64, len(page))
+			for i, j := range page {
+				ids[i] = j.ID
+			}
+			var got int
+			err = c.conn.QueryRow(ctx, "SELECT "+a.function+"(ids => $1, queue => $2, kind => $3, states => $4::jobs_state[], max_jobs => $5)",
+				ids, nullIfEmpty(queue), nullIfEmpty(kind), []string{state}, len(ids)).Scan(&got)
+			if err != nil {
+				return total, err
+			}
+			total += got
+			if len(page) < bulkBatch {
+				break
+			}
+			before = page[len(page)-1].ID
+		}
+	}
+	return total, nil
 }
 
 func describeFilter(queue, kind string) string {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
@@ -137,4 +140,56 @@ func TestBulkActions(t *testing.T) {
 		cli(t, db.URL, "cancel", "x").fails(t, exitUsage, "job ID must be an integer")
 		cli(t, db.URL, "delete", "1", "--queue", "a").fails(t, exitUsage, "not both")
 	})
+}
+
+// TestFilterWideRetryEndsWhileWorkersFail: `skiplock retry --queue Q --yes` retries the jobs
+// that were dead when it started, each at most once, and ends, while workers fail every
+// retried job back to dead at once (calling jobs_retry_many until it returns 0 went on, and
+// retried each job over and over, as long as the workers kept up).
+func TestFilterWideRetryEndsWhileWorkersFail(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	const dead = 5000
+	pgtest.MustExec(t, db.Conn, `SELECT jobs_enqueue_many(array_fill('deliver'::text, ARRAY[$1::int]),
+		queues => array_fill('flaky'::text, ARRAY[$1::int]), max_attempts => array_fill(1, ARRAY[$1::int]))`, dead)
+	pgtest.MustExec(t, db.Conn, `SELECT jobs_fail(c.id, c.attempt, 'boom') FROM jobs_claim('w', $1, ARRAY['flaky']) c`, dead)
+	deadJob(t, db, "other", "deliver", "boom")
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		conn := db.Connect(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				var n int64
+				err := conn.QueryRow(ctx, `SELECT count(jobs_fail(c.id, c.attempt, 'instant failure'))
+					FROM jobs_claim('fast-failer', 250, ARRAY['flaky']) c`).Scan(&n)
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("fast-failing worker: %v", err)
+					}
+					return
+				}
+				if n == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() { stop(); wg.Wait() })
+
+	out := cli(t, db.URL, "retry", "--queue", "flaky", "--yes", "-o", "json")
+	var res struct{ Jobs int }
+	out.decode(t, &res)
+	if res.Jobs < 1 || res.Jobs > dead {
+		t.Errorf("retry --queue flaky retried %d jobs, want 1 to %d: the jobs dead when it started, each at most once", res.Jobs, dead)
+	}
+	if n := pgtest.QueryOne[int64](t, db.Conn, `SELECT count(*) FROM jobs WHERE queue = 'flaky' AND attempts > 2`); n != 0 {
+		t.Errorf("%d jobs were retried more than once by one retry", n)
+	}
+	if s := pgtest.QueryOne[string](t, db.Conn, `SELECT state::text FROM jobs WHERE queue = 'other'`); s != "dead" {
+		t.Errorf("the job of another queue is %s, want dead (untouched)", s)
+	}
 }

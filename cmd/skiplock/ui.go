@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,18 +25,19 @@ const (
 	uiPasswordEnv = "SKIPLOCK_UI_PASSWORD"
 )
 
-const uiUsage = `usage: skiplock ui [--addr 127.0.0.1:8080] [--read-only] [--database-url URL] [--schema NAME]
+const uiUsage = `usage: skiplock ui [--addr 127.0.0.1:8080] [--allowed-hosts NAME,...] [--read-only] [--database-url URL] [--schema NAME]
 
 Serves the web dashboard (package ui) at /, the queue metrics at /metrics and a health check
 at /healthz. With SKIPLOCK_UI_USER and SKIPLOCK_UI_PASSWORD set, every path but /healthz asks
 for them (HTTP Basic auth; put TLS in front of it beyond localhost). Without them only a
-loopback address may be bound.
+loopback address may be bound. Every path but /healthz answers only requests whose Host is an
+IP address, localhost, --addr's name or a name of --allowed-hosts (421 otherwise).
 
 `
 
 var uiCommand = &command{
 	name:     "ui",
-	synopsis: "[--addr 127.0.0.1:8080] [--read-only] [--database-url URL] [--schema NAME]",
+	synopsis: "[--addr 127.0.0.1:8080] [--allowed-hosts NAME,...] [--read-only] [--database-url URL] [--schema NAME]",
 	summary:  "serve the web dashboard, /metrics and /healthz",
 	help: `Serves the web dashboard (package ui; see docs/ui.md) at /, the queue metrics at /metrics
 and a health check at /healthz, until interrupted (Ctrl-C or SIGTERM, exit code 0). With
@@ -43,8 +45,17 @@ SKIPLOCK_UI_USER and SKIPLOCK_UI_PASSWORD set, every path but /healthz asks for 
 Basic auth; put TLS in front of it beyond localhost); without them only a loopback address may
 be bound. --read-only shows everything and changes nothing.
 
-Flags: --addr (default 127.0.0.1:8080), --read-only, --database-url (then DATABASE_URL, then
-the PG* variables), --schema.
+Every path but /healthz answers only requests whose Host header is an IP address, localhost (or
+a name under .localhost), the name in --addr, or a name listed in --allowed-hosts; any other
+Host gets 421 Misdirected Request. This stops DNS rebinding: a web page of a name its owner
+points at this machine's address could otherwise read the dashboard and post its forms as
+same-origin. With --addr :8080 or 0.0.0.0:8080 there is no name in --addr: list every name the
+dashboard is reached by (--allowed-hosts jobs.example.com,jobs); a reverse proxy must pass one
+of them (or an address) as the Host. --allowed-hosts '*' answers every Host (only when
+something in front of it checks the Host).
+
+Flags: --addr (default 127.0.0.1:8080), --allowed-hosts (comma-separated names, with or without
+:port), --read-only, --database-url (then DATABASE_URL, then the PG* variables), --schema.
 `,
 	runRaw: func(ctx context.Context, e *env, args []string) error {
 		return runUI(ctx, args, e.getenv, e.stdout, e.stderr, nil)
@@ -69,6 +80,7 @@ func runUI(ctx context.Context, args []string, getenv func(string) string, stdou
 		fs.PrintDefaults()
 	}
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	allowedHosts := fs.String("allowed-hosts", "", "comma-separated names the dashboard answers for besides IP addresses, localhost and --addr's name ('*': any)")
 	readOnly := fs.Bool("read-only", false, "show everything, change nothing (no forms; POSTs get 403)")
 	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL connection URL (default $DATABASE_URL, else the PG* variables)")
 	schema := fs.String("schema", "", "schema skiplock is installed in (default: the connection's search_path)")
@@ -92,6 +104,10 @@ func runUI(ctx context.Context, args []string, getenv func(string) string, stdou
 	if !loopback && user == "" {
 		return usageErrorf("ui: --addr %s is not a loopback address: set %s and %s to require Basic auth", *addr, uiUserEnv, uiPasswordEnv)
 	}
+	hosts := uiAllowedHosts(*addr, *allowedHosts)
+	if _, err := ui.RequireAllowedHost(hosts, http.NotFoundHandler()); err != nil {
+		return usageErrorf("ui: --allowed-hosts: %v", err)
+	}
 
 	// An empty URL makes pgx read the PG* variables (PGHOST, PGDATABASE, ...).
 	cfg, err := pgxpool.ParseConfig(*dbURL)
@@ -112,7 +128,7 @@ func runUI(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	dashboard, err := ui.New(pool, &ui.Options{Schema: *schema, ReadOnly: *readOnly, Logger: logger})
+	dashboard, err := ui.New(pool, &ui.Options{Schema: *schema, ReadOnly: *readOnly, Logger: logger, AllowedHosts: hosts})
 	if err != nil {
 		return err
 	}
@@ -122,6 +138,12 @@ func runUI(ctx context.Context, args []string, getenv func(string) string, stdou
 	var root http.Handler = mux
 	if user != "" {
 		root = basicAuth(mux, user, password)
+	}
+	// Before Basic auth, so that a page of a rebound name cannot even make the browser ask
+	// for the credentials; around /metrics too, whose queue names and counts such a page
+	// could otherwise read.
+	if root, err = ui.RequireAllowedHost(hosts, root); err != nil {
+		return err
 	}
 	top := http.NewServeMux()
 	top.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -138,6 +160,15 @@ func runUI(ctx context.Context, args []string, getenv func(string) string, stdou
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("ui: %w", err)
+	}
+	// A name such as localhost is checked by what it bound: a resolver that maps it
+	// elsewhere must not expose a dashboard without credentials.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); user == "" && (!ok || !tcp.IP.IsLoopback()) {
+		_ = ln.Close()
+		return usageErrorf("ui: --addr %s bound %s, which is not a loopback address: set %s and %s to require Basic auth", *addr, ln.Addr(), uiUserEnv, uiPasswordEnv)
+	}
+	if host, _, _ := net.SplitHostPort(*addr); (host == "" || net.ParseIP(host).IsUnspecified()) && *allowedHosts == "" {
+		fmt.Fprintf(stderr, "skiplock ui: listening on every interface: requests by name get 421 unless the name is listed in --allowed-hosts (IP addresses and localhost are answered)\n")
 	}
 	srv := &http.Server{Handler: top, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	samplerCtx, stopSampler := context.WithCancel(ctx)
@@ -160,6 +191,21 @@ func runUI(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("ui: failed to shut down: %w", err)
 	}
 	return nil
+}
+
+// uiAllowedHosts is the Host allow-list of `skiplock ui`: --addr's host when it is a name,
+// and the entries of --allowed-hosts (IP addresses and localhost are always answered).
+func uiAllowedHosts(addr, list string) []string {
+	var hosts []string
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && net.ParseIP(host) == nil {
+		hosts = append(hosts, host)
+	}
+	for _, h := range strings.Split(list, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
 }
 
 // isLoopback reports whether addr's host binds only loopback: localhost or a loopback IP.

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ func TestUIRefusesUnsafeSetups(t *testing.T) {
 		{"UserWithoutPassword", "ops", "", nil, "set both SKIPLOCK_UI_USER and SKIPLOCK_UI_PASSWORD, or neither"},
 		{"BadAddr", "", "", []string{"--addr", "nowhere"}, `--addr "nowhere"`},
 		{"StrayArgument", "", "", []string{"extra"}, `unexpected argument "extra"`},
+		{"BadAllowedHost", "", "", []string{"--allowed-hosts", "jobs.example.com,http://x/"}, `--allowed-hosts: ui: AllowedHosts: "http://x/" is not a host name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -133,6 +136,131 @@ func TestUIServes(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("skiplock ui did not stop within 10s of its context ending")
+	}
+}
+
+// startUI runs `skiplock ui` with args (and --database-url) until the test ends; it returns
+// the bound address and the command's stderr.
+func startUI(t *testing.T, dbURL string, args ...string) (string, *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var stdout, stderr bytes.Buffer
+	go func() {
+		done <- runUI(ctx, append(args, "--database-url", dbURL), os.Getenv, &stdout, &stderr, ready)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("skiplock ui did not stop within 10s of its context ending")
+		}
+	})
+	select {
+	case addr := <-ready:
+		return addr, &stderr
+	case err := <-done:
+		t.Fatalf("skiplock ui stopped: %v\n%s", err, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("skiplock ui did not start listening within 30s")
+	}
+	return "", nil
+}
+
+// getWithHost requests path of the server at addr with the Host header host.
+func getWithHost(t *testing.T, addr, host, path string, auth bool) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	if auth {
+		req.SetBasicAuth("ops", "s3cret")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestUIAllowedHosts: `skiplock ui` answers the dashboard and /metrics only for IP
+// addresses, localhost, --addr's name and --allowed-hosts (421 before Basic auth asks for
+// credentials, so a rebound page cannot make the browser prompt), and /healthz for any Host.
+func TestUIAllowedHosts(t *testing.T) {
+	db := pgtest.NewTestDB(t)
+	pgtest.MustExec(t, db.Conn, `SELECT jobs_enqueue('send', '{}', 'mail')`)
+
+	t.Run("Loopback", func(t *testing.T) {
+		addr, _ := startUI(t, db.URL, "--addr", "127.0.0.1:0", "--allowed-hosts", "jobs.example.com, ops.example.com:443")
+		_, port, _ := net.SplitHostPort(addr)
+		for _, path := range []string{"/", "/metrics", "/dead", "/nosuch"} {
+			code, body := getWithHost(t, addr, "rebind.attacker.example:"+port, path, false)
+			if code != http.StatusMisdirectedRequest || !strings.Contains(body, "--allowed-hosts") {
+				t.Errorf("GET %s with Host rebind.attacker.example: %d %q, want 421 saying how to allow a name", path, code, body)
+			}
+		}
+		if code, body := getWithHost(t, addr, "rebind.attacker.example", "/healthz", false); code != http.StatusOK || body != "ok\n" {
+			t.Errorf("GET /healthz with any Host: %d %q, want 200 ok", code, body)
+		}
+		for _, host := range []string{addr, "localhost:" + port, "[::1]:" + port, "jobs.example.com:" + port, "OPS.example.com"} {
+			for _, path := range []string{"/", "/metrics"} {
+				if code, _ := getWithHost(t, addr, host, path, false); code != http.StatusOK {
+					t.Errorf("GET %s with Host %s: %d, want 200", path, host, code)
+				}
+			}
+		}
+	})
+
+	// On every interface (with Basic auth, which that needs) there is no name in --addr:
+	// names are answered only when listed; addresses always.
+	t.Run("EveryInterface", func(t *testing.T) {
+		t.Setenv(uiUserEnv, "ops")
+		t.Setenv(uiPasswordEnv, "s3cret")
+		addr, stderr := startUI(t, db.URL, "--addr", "0.0.0.0:0")
+		_, port, _ := net.SplitHostPort(addr)
+		if !strings.Contains(stderr.String(), "requests by name get 421 unless the name is listed in --allowed-hosts") {
+			t.Errorf("stderr does not warn that names must be listed: %q", stderr.String())
+		}
+		for _, auth := range []bool{false, true} {
+			if code, _ := getWithHost(t, "127.0.0.1:"+port, "jobs.example.com:"+port, "/", auth); code != http.StatusMisdirectedRequest {
+				t.Errorf("GET / with an unlisted name (credentials %v): %d, want 421 (before Basic auth)", auth, code)
+			}
+		}
+		if code, _ := getWithHost(t, "127.0.0.1:"+port, "127.0.0.1:"+port, "/", true); code != http.StatusOK {
+			t.Errorf("GET / by address: %d, want 200", code)
+		}
+		addr2, stderr2 := startUI(t, db.URL, "--addr", "0.0.0.0:0", "--allowed-hosts", "jobs.example.com")
+		_, port2, _ := net.SplitHostPort(addr2)
+		if strings.Contains(stderr2.String(), "421") {
+			t.Errorf("stderr warns although --allowed-hosts is set: %q", stderr2.String())
+		}
+		if code, _ := getWithHost(t, "127.0.0.1:"+port2, "jobs.example.com:"+port2, "/metrics", true); code != http.StatusOK {
+			t.Errorf("GET /metrics with a listed name: %d, want 200", code)
+		}
+	})
+}
+
+func TestUIAllowedHostsList(t *testing.T) {
+	for _, tc := range []struct {
+		addr, list string
+		want       []string
+	}{
+		{"127.0.0.1:8080", "", nil},
+		{"localhost:8080", "", []string{"localhost"}},
+		{"dash.internal:8080", " a, b:1 ,", []string{"dash.internal", "a", "b:1"}},
+		{":8080", "a", []string{"a"}},
+		{"0.0.0.0:8080", "", nil},
+		{"[::]:8080", "", nil},
+	} {
+		if got := uiAllowedHosts(tc.addr, tc.list); !slices.Equal(got, tc.want) {
+			t.Errorf("uiAllowedHosts(%q, %q) = %q, want %q", tc.addr, tc.list, got, tc.want)
+		}
 	}
 }
 

@@ -12,6 +12,10 @@
 --           count of fields other than five, a bad field (see _jobs_cron_field), or an @every
 --           interval that is not a whole number of seconds from 1 second on, or has months or
 --           years (their length varies).
+-- Settings: IntervalStyle is pinned to 'postgres': it changes how an @every interval is read
+--           ('-1 30:00:00' is 6 hours under 'postgres', -54 hours under 'sql_standard') and
+--           how the error message writes it, and the result must be the same for every
+--           caller (the function is IMMUTABLE).
 CREATE OR REPLACE FUNCTION _jobs_cron_parse(
     func               text,
     cron               text,
@@ -28,6 +32,7 @@ CREATE OR REPLACE FUNCTION _jobs_cron_parse(
 LANGUAGE plpgsql
 IMMUTABLE
 SET search_path FROM CURRENT
+SET IntervalStyle = 'postgres'
 AS $$
 #variable_conflict use_column
 DECLARE

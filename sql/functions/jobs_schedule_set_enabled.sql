@@ -9,12 +9,15 @@
 --           jobs_schedule_tick holding it).
 -- States:   none.
 -- Time:     now() (transaction start).
+--           Time zone names are read with timezone_abbreviations = 'Default' (see
+--           jobs_cron_next), so the next run does not depend on the caller's session.
 -- Errors:   22023 when name or enabled is NULL, or no schedule has that name.
 CREATE OR REPLACE FUNCTION jobs_schedule_set_enabled(name text, enabled boolean)
 RETURNS boolean
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET timezone_abbreviations = 'Default'
 AS $$
 #variable_conflict use_column
 BEGIN

@@ -37,7 +37,7 @@ func findChromium() string {
 
 // browser starts a headless chromium with a fresh profile and returns a context driving
 // one tab of it; everything stops when the test ends.
-func browser(t *testing.T) context.Context {
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	bin := findChromium()
 	if bin == "" {
@@ -57,6 +57,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 800),
 	}
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
 	t.Cleanup(func() {
@@ -263,4 +264,59 @@ func textOf(sel string, out *string) chromedp.Action[chromedp.Void] {
 		*out = text
 		return err
 	})
+}
+
+// TestDNSRebindingInBrowser: chromium resolves an attacker's name to the dashboard's
+// address (--host-resolver-rules stands in for the attacker's DNS server), which makes the
+// attacker's page same-origin with the dashboard; the dashboard answers it 421, with no form
+// and no token to take. A name the dashboard is given works as usual, its forms included.
+func TestDNSRebindingInBrowser(t *testing.T) {
+	ctx := browser(t, chromedp.Flag("host-resolver-rules", "MAP rebind.attacker.example 127.0.0.1, MAP jobs.example.test 127.0.0.1"))
+	db := pgtest.NewTestDB(t)
+	pgtest.MustExec(t, db.Conn, `SELECT jobs_enqueue('send-welcome', queue => 'mail')`)
+	h, err := ui.New(pgtest.NewPool(t, db.URL), &ui.Options{AllowedHosts: []string{"jobs.example.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	shots := screenshotDir(t)
+
+	var text, html string
+	step(t, ctx, "load the dashboard by the attacker's name",
+		chromedp.Navigate("http://rebind.attacker.example:"+port+"/"),
+		chromedp.WaitVisible(chromedp.CSS("body")),
+		textOf("body", &text),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			var err error
+			html, err = chromedp.OuterHTML(chromedp.CSS("html"))(ctx, tg)
+			return err
+		}),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			png, err := chromedp.CaptureScreenshot()(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, "rebinding-refused.png"), png, 0o644)
+		}))
+	if !strings.Contains(text, "misdirected request") || !strings.Contains(text, `"rebind.attacker.example:`+port+`"`) {
+		t.Errorf("the page by the attacker's name says %q, want the 421 text naming the host", text)
+	}
+	if strings.Contains(html, "csrf") || strings.Contains(html, "<form") {
+		t.Errorf("the page by the attacker's name has a form or a token:\n%s", html)
+	}
+
+	var flash string
+	step(t, ctx, "pause mail by the dashboard's own name",
+		chromedp.Navigate("http://jobs.example.test:"+port+"/"),
+		chromedp.Click(chromedp.CSS(`tr[data-queue="mail"] button[name=pause]`)),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+		textOf("#flash", &flash))
+	if flash != "paused queue mail" {
+		t.Errorf("flash %q, want paused queue mail", flash)
+	}
+	if n := pgtest.QueryOne[int64](t, db.Conn, `SELECT count(*) FROM jobs_queues WHERE queue = 'mail' AND paused`); n != 1 {
+		t.Fatal("the queue is not paused in the database")
+	}
 }
