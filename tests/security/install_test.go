@@ -336,3 +336,32 @@ func TestInstallIntoSchemaOwnedByAnother(t *testing.T) {
 	}
 	mustAllow(t, producer, "SELECT shared.jobs_enqueue('x')")
 }
+
+// TestMigrationsRevokeInTheSameTransaction: "sql/grants.sql revokes it in the same
+// transaction that creates the functions". tern runs each migration in one transaction unless
+// the file turns that off, and every migration that creates functions ends with grants.sql
+// (TestSQLFilesAreFrozen/FunctionsAreInstalledBetweenPreambleAndGrants in the root package),
+// so none may turn it off; the install script of skiplock sql is one transaction too.
+func TestMigrationsRevokeInTheSameTransaction(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../../migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migrations found: %v", err)
+	}
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(text), "tern: disable-tx") {
+			t.Errorf("%s runs outside a transaction: its functions would be executable by PUBLIC until its grants run", f)
+		}
+	}
+	script, err := skiplock.InstallSQL(&skiplock.InstallSQLOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(script, "\nBEGIN;\n") || !strings.HasSuffix(strings.TrimSpace(script), "COMMIT;") {
+		t.Error("the install script of skiplock sql is not one transaction")
+	}
+}
