@@ -5,13 +5,13 @@
 --           = session_user; a NULL lease_role, a lease taken before the login was recorded,
 --           matches any login). Otherwise (unknown id, already finished, cancelled, lease
 --           expired and requeued, claimed again by another worker at a higher attempt,
---           held by another login) returns false and changes nothing, so another login
---           learns nothing from guessing attempts. The attempt fences out stale holders;
---           the login separates worker logins from each other, not the processes sharing
---           one login, which are one trust domain. A worker whose lease expired can still
---           complete while nobody has taken the job over. When the job's queue has a
---           concurrency limit (jobs_queues), NOTIFYs jobs_ready with the queue name at
---           commit: a slot came back, and workers waiting for one claim at once.
+--           held by another login) returns false and changes nothing: another login's
+--           call answers as a stale one does, not with an error. The attempt fences out
+--           stale holders; the login separates worker logins from each other, not the
+--           processes sharing one login, which are one trust domain. A worker whose lease
+--           expired can still complete while nobody has taken the job over. When the job's
+--           queue has a concurrency limit (jobs_queues), NOTIFYs jobs_ready with the queue
+--           name at commit: a slot came back, and workers waiting for one claim at once.
 --           With jobs_settings.done_retention 0 (and no foreign key to jobs that would
 --           refuse it, see _jobs_completion_deletes) the job is deleted instead of kept as
 --           done: it is then unknown, so a second completion, a stale caller's, jobs_get

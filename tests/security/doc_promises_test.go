@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/skiplock/skiplock"
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
@@ -58,6 +59,16 @@ func TestRolesDoNotSeparateQueues(t *testing.T) {
 	got := scalar[[]string](t, worker, "SELECT array_agg(queue ORDER BY queue) FROM jobs_claim('w', 10)")
 	if !slices.Equal(got, []string{"billing", "reports"}) {
 		t.Errorf("a worker claimed from queues %v, want billing and reports", got)
+	}
+
+	// "Use separate databases to keep tenants apart: separate install schemas of one
+	// database are granted to the same three roles, so a jobs_worker works them all."
+	if err := skiplock.Migrate(t.Context(), pgtest.NewConn(t, b.url), &skiplock.MigrateOpts{Schema: "tenant_b"}); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, b.super, "SELECT tenant_b.jobs_enqueue('k', queue => 'tenant_b_queue')")
+	if got := scalar[string](t, worker, "SELECT queue FROM tenant_b.jobs_claim('w')"); got != "tenant_b_queue" {
+		t.Errorf("a worker claimed %q from another install schema, want tenant_b_queue", got)
 	}
 }
 
