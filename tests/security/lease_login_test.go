@@ -154,6 +154,12 @@ func TestLeaseLogin(t *testing.T) {
 		if scalar[bool](t, holder, "SELECT jobs_complete($1, $2)", id, attempt) {
 			t.Error("the holder completed a job the admin cancelled")
 		}
+		// The bulk action is not fenced either.
+		other := enqueue(t, b, "work")
+		claimAs(t, holder, "work", other)
+		if n := scalar[int](t, admin, "SELECT jobs_cancel_many(ids => ARRAY[$1::bigint], states => '{running}')", other); n != 1 {
+			t.Errorf("the admin's jobs_cancel_many cancelled %d running jobs of another login, want 1", n)
+		}
 	})
 
 	t.Run("LeaseLeavesWithTheJob", func(t *testing.T) {
