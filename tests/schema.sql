@@ -166,6 +166,8 @@ DECLARE
     v_upris       integer[];
     v_uruns       timestamptz[];
     v_n           integer;
+    -- The login claiming, recorded as each job's lease_role (see jobs_claim).
+    v_login       regrole       := to_regrole(quote_ident(session_user));
 BEGIN
     FOR v_q IN
         SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
@@ -379,6 +381,7 @@ BEGIN
         SET state = 'running',
             attempts = j.attempts + 1,
             lease_holder = _jobs_claim_limited.worker,
+            lease_role = v_login,
             lease_expires_at = now() + _jobs_claim_limited.lease,
             started_at = now()
         -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
@@ -828,7 +831,8 @@ BEGIN
     UPDATE jobs j
     SET state = 'cancelled',
         finished_at = now(),
-        lease_expires_at = NULL
+        lease_expires_at = NULL,
+        lease_role = NULL
     WHERE j.id = jobs_cancel.id
       AND j.state IN ('queued', 'running')
     RETURNING j.queue INTO v_queue;
@@ -854,6 +858,9 @@ CREATE FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) RET
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_cancel.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
@@ -869,6 +876,7 @@ BEGIN
     SET state = 'cancelled',
         finished_at = now(),
         lease_expires_at = NULL,
+        lease_role = NULL,
         last_error = left(jobs_cancel.error, 10000),
         errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
                                                 'error', left(jobs_cancel.error, 10000),
@@ -876,6 +884,7 @@ BEGIN
     WHERE j.id = jobs_cancel.id
       AND j.state = 'running'
       AND j.attempts = jobs_cancel.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login)
     RETURNING j.queue INTO v_queue;
     IF NOT FOUND THEN
         RETURN false;
@@ -937,7 +946,8 @@ BEGIN
         UPDATE jobs j
         SET state = 'cancelled',
             finished_at = now(),
-            lease_expires_at = NULL
+            lease_expires_at = NULL,
+            lease_role = NULL
         WHERE j.id = ANY (v_picked)
           AND j.state IN ('queued', 'running')
         RETURNING j.queue
@@ -961,6 +971,10 @@ CREATE FUNCTION skiplock.jobs_claim(worker text, max_jobs integer DEFAULT 1, que
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
+DECLARE
+    -- The login claiming, recorded as each job's lease_role: session_user is the login even
+    -- inside this SECURITY DEFINER function and after SET ROLE (the fenced calls compare it).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_claim.worker IS NULL OR jobs_claim.worker = '' OR octet_length(jobs_claim.worker) > 200 THEN
         PERFORM _jobs_invalid('jobs_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
@@ -1007,6 +1021,7 @@ BEGIN
             SET state = 'running',
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
+                lease_role = v_login,
                 lease_expires_at = now() + jobs_claim.lease,
                 started_at = now()
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
@@ -1055,6 +1070,7 @@ BEGIN
             SET state = 'running',
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
+                lease_role = v_login,
                 lease_expires_at = now() + jobs_claim.lease,
                 started_at = now()
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
@@ -1077,6 +1093,9 @@ CREATE FUNCTION skiplock.jobs_complete(id bigint, attempt integer) RETURNS boole
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_complete.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_complete', 'id', 'must not be NULL');
@@ -1092,15 +1111,18 @@ BEGIN
         WHERE j.id = jobs_complete.id
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
+          AND (j.lease_role IS NULL OR j.lease_role = v_login)
         RETURNING j.queue INTO v_queue;
     ELSE
         UPDATE jobs j
         SET state = 'done',
             finished_at = now(),
-            lease_expires_at = NULL
+            lease_expires_at = NULL,
+            lease_role = NULL
         WHERE j.id = jobs_complete.id
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
+          AND (j.lease_role IS NULL OR j.lease_role = v_login)
         RETURNING j.queue INTO v_queue;
     END IF;
     IF NOT FOUND THEN
@@ -1192,6 +1214,9 @@ DECLARE
     v_id     bigint;
     v_queue  text;
     v_queues text[] := '{}';
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_complete_many', jobs_complete_many.ids, jobs_complete_many.attempts);
 
@@ -1208,6 +1233,7 @@ BEGIN
             WHERE j.id = v_pair.id
               AND j.attempts = v_pair.attempt
               AND j.state = 'running'
+              AND (j.lease_role IS NULL OR j.lease_role = v_login)
             RETURNING j.id, j.queue INTO v_id, v_queue;
             IF FOUND THEN
                 RETURN NEXT v_id;
@@ -1239,13 +1265,15 @@ BEGIN
             WHERE j.id = t.id
               AND j.attempts = t.attempt
               AND j.state = 'running'
+              AND (j.lease_role IS NULL OR j.lease_role = v_login)
             FOR NO KEY UPDATE
         ) AS l
     ), done AS (
         UPDATE jobs j
         SET state = 'done',
             finished_at = now(),
-            lease_expires_at = NULL
+            lease_expires_at = NULL,
+            lease_role = NULL
         WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
         RETURNING j.id, j.queue
     ), woken AS (
@@ -1629,6 +1657,9 @@ DECLARE
     v_state  jobs_state;
     v_queue  text;
     v_run_at timestamptz;
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_fail.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_fail', 'id', 'must not be NULL');
@@ -1649,6 +1680,7 @@ BEGIN
                       ELSE coalesce(jobs_fail.retry_at, now() + jobs_backoff(j.attempts)) END,
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
         lease_expires_at = NULL,
+        lease_role = NULL,
         last_error = left(jobs_fail.error, 10000),
         errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
                                                 'error', left(jobs_fail.error, 10000),
@@ -1656,6 +1688,7 @@ BEGIN
     WHERE j.id = jobs_fail.id
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login)
     RETURNING j.state, j.queue, j.run_at INTO v_state, v_queue, v_run_at;
 
     IF v_state = 'queued' AND v_run_at <= now() THEN
@@ -1696,6 +1729,10 @@ CREATE FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease interv
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
+DECLARE
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_heartbeat.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_heartbeat', 'id', 'must not be NULL');
@@ -1711,7 +1748,8 @@ BEGIN
     SET lease_expires_at = now() + jobs_heartbeat.lease
     WHERE j.id = jobs_heartbeat.id
       AND j.state = 'running'
-      AND j.attempts = jobs_heartbeat.attempt;
+      AND j.attempts = jobs_heartbeat.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login);
     RETURN FOUND;
 END;
 $$;
@@ -1727,6 +1765,9 @@ DECLARE
     v_extended bigint[];
     v_id bigint;
     v_attempt integer;
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_heartbeat_many', jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts);
     IF jobs_heartbeat_many.lease IS NULL OR jobs_heartbeat_many.lease <= interval '0' OR jobs_heartbeat_many.lease > interval '100 years' THEN
@@ -1748,6 +1789,7 @@ BEGIN
             WHERE j.id = t.id
               AND j.attempts = t.attempt
               AND j.state = 'running'
+              AND (j.lease_role IS NULL OR j.lease_role = v_login)
             FOR NO KEY UPDATE SKIP LOCKED
         ) AS l
     ), moved AS (
@@ -1767,7 +1809,9 @@ BEGIN
         FROM unnest(jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts) AS t(id, attempt)
         WHERE t.id <> ALL (v_extended)
     LOOP
-        IF EXISTS (SELECT FROM jobs j WHERE j.id = v_id AND j.attempts = v_attempt AND j.state = 'running') THEN
+        IF EXISTS (SELECT FROM jobs j
+                   WHERE j.id = v_id AND j.attempts = v_attempt AND j.state = 'running'
+                     AND (j.lease_role IS NULL OR j.lease_role = v_login)) THEN
             id := v_id;
             extended := false;
             RETURN NEXT;
@@ -1798,6 +1842,7 @@ CREATE TABLE skiplock.jobs (
     concurrency_key text,
     started_at timestamp with time zone,
     meta jsonb,
+    lease_role regrole,
     CONSTRAINT jobs_attempts_valid CHECK ((attempts >= 0)),
     CONSTRAINT jobs_errors_is_array CHECK ((jsonb_typeof(errors) = 'array'::text)),
     CONSTRAINT jobs_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
@@ -1809,6 +1854,8 @@ CREATE TABLE skiplock.jobs (
 WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01');
 
 COMMENT ON TABLE skiplock.jobs IS 'skiplock jobs: one row per job, in every state. Change rows only through the jobs_* functions.';
+
+COMMENT ON COLUMN skiplock.jobs.lease_role IS 'skiplock: the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
 
 CREATE FUNCTION skiplock.jobs_inspect(id bigint) RETURNS SETOF skiplock.jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -2345,7 +2392,8 @@ BEGIN
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
                 'worker', j.lease_holder),
-            lease_expires_at = NULL
+            lease_expires_at = NULL,
+            lease_role = NULL
         -- Through jobs_pkey; a join with expired may be planned as a scan of the whole table.
         WHERE j.id = ANY (ARRAY(SELECT expired.id FROM expired))
           AND j.state = 'running'
@@ -2930,6 +2978,9 @@ CREATE FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestam
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_snooze.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_snooze', 'id', 'must not be NULL');
@@ -2946,10 +2997,12 @@ BEGIN
         run_at = jobs_snooze.run_at,
         -- Saturates rather than overflowing, so a job at the int limit can still snooze.
         max_attempts = CASE WHEN j.max_attempts < 2147483647 THEN j.max_attempts + 1 ELSE j.max_attempts END,
-        lease_expires_at = NULL
+        lease_expires_at = NULL,
+        lease_role = NULL
     WHERE j.id = jobs_snooze.id
       AND j.state = 'running'
       AND j.attempts = jobs_snooze.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login)
     RETURNING j.queue INTO v_queue;
     IF NOT FOUND THEN
         RETURN false;
@@ -3090,6 +3143,9 @@ COMMENT ON COLUMN skiplock.jobs_settings.shard IS 'skiplock: this database''s sh
 
 ALTER TABLE skiplock.jobs
     ADD CONSTRAINT jobs_concurrency_key_valid CHECK (((concurrency_key <> ''::text) AND (octet_length(concurrency_key) <= 200))) NOT VALID;
+
+ALTER TABLE skiplock.jobs
+    ADD CONSTRAINT jobs_lease_role_running CHECK (((state = 'running'::skiplock.jobs_state) OR (lease_role IS NULL))) NOT VALID;
 
 ALTER TABLE skiplock.jobs
     ADD CONSTRAINT jobs_meta_valid CHECK ((jsonb_typeof(meta) = 'object'::text)) NOT VALID;

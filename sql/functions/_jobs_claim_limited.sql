@@ -31,7 +31,7 @@
 -- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested, and row
 --           locks on the claimed jobs (and on candidates not chosen), until the caller's
 --           transaction ends.
--- States:   queued -> running, as jobs_claim; appends to jobs_queue_starts and trims from it
+-- States:   queued -> running, as jobs_claim (lease_role = session_user too); appends to jobs_queue_starts and trims from it
 --           the starts older than one window.
 -- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
 --           now() too. A claim whose now() is a whole window (per) behind the queue's
@@ -69,6 +69,8 @@ DECLARE
     v_upris       integer[];
     v_uruns       timestamptz[];
     v_n           integer;
+    -- The login claiming, recorded as each job's lease_role (see jobs_claim).
+    v_login       regrole       := to_regrole(quote_ident(session_user));
 BEGIN
     FOR v_q IN
         SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
@@ -282,6 +284,7 @@ BEGIN
         SET state = 'running',
             attempts = j.attempts + 1,
             lease_holder = _jobs_claim_limited.worker,
+            lease_role = v_login,
             lease_expires_at = now() + _jobs_claim_limited.lease,
             started_at = now()
         -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).

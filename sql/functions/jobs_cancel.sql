@@ -2,7 +2,8 @@
 --
 -- Two forms. jobs_cancel(id) is the operator's: it cancels whoever holds the job.
 -- jobs_cancel(id, attempt, error) is the worker's, fenced like jobs_fail: a handler that
--- decides its job can never succeed cancels it only while it still holds it.
+-- decides its job can never succeed cancels it only while it still holds it, and only under
+-- a lease its own login took.
 --
 -- jobs_cancel(id):
 -- Promises: a queued or running job becomes cancelled and true is returned; a job in any
@@ -14,7 +15,8 @@
 --           job's slot came back).
 -- Locks:    the job's row, until the caller's transaction ends; waits for a claim or
 --           completion in progress on it to commit.
--- States:   queued -> cancelled, running -> cancelled; finished_at = now(), lease cleared.
+-- States:   queued -> cancelled, running -> cancelled; finished_at = now(), lease cleared
+--           (lease_role too).
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id is NULL.
 CREATE OR REPLACE FUNCTION jobs_cancel(id bigint)
@@ -34,7 +36,8 @@ BEGIN
     UPDATE jobs j
     SET state = 'cancelled',
         finished_at = now(),
-        lease_expires_at = NULL
+        lease_expires_at = NULL,
+        lease_role = NULL
     WHERE j.id = jobs_cancel.id
       AND j.state IN ('queued', 'running')
     RETURNING j.queue INTO v_queue;
@@ -56,13 +59,13 @@ COMMENT ON FUNCTION jobs_cancel(bigint) IS
 
 -- jobs_cancel(id, attempt, error):
 -- Promises: fenced like jobs_complete: acts only when the job is running at exactly this
---           attempt, else returns false and changes nothing. The job becomes cancelled (no
+--           attempt under a lease the caller's login took, else returns false and changes nothing. The job becomes cancelled (no
 --           further attempts; jobs_retry can bring it back) and true is returned. Sets
 --           last_error and appends {"attempt", "at", "error", "worker"} to the errors
 --           history, as jobs_fail does. error is stored up to its first 10000 characters.
 --           NOTIFYs jobs_ready at commit when the job's queue has a concurrency limit.
 -- Locks:    the job's row, until the caller's transaction ends.
--- States:   running -> cancelled; finished_at = now(), lease cleared.
+-- States:   running -> cancelled; finished_at = now(), lease cleared (lease_role too).
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id, attempt or error is NULL.
 CREATE OR REPLACE FUNCTION jobs_cancel(id bigint, attempt integer, error text)
@@ -74,6 +77,9 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_cancel.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
@@ -89,6 +95,7 @@ BEGIN
     SET state = 'cancelled',
         finished_at = now(),
         lease_expires_at = NULL,
+        lease_role = NULL,
         last_error = left(jobs_cancel.error, 10000),
         errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
                                                 'error', left(jobs_cancel.error, 10000),
@@ -96,6 +103,7 @@ BEGIN
     WHERE j.id = jobs_cancel.id
       AND j.state = 'running'
       AND j.attempts = jobs_cancel.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login)
     RETURNING j.queue INTO v_queue;
     IF NOT FOUND THEN
         RETURN false;

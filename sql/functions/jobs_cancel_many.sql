@@ -17,7 +17,8 @@
 --           When a cancelled job's queue has a concurrency limit, NOTIFYs jobs_ready with the
 --           queue name at commit, once per queue, as jobs_cancel does.
 -- Locks:    the cancelled rows, until the caller's transaction ends.
--- States:   queued -> cancelled, running -> cancelled; finished_at = now(), lease cleared.
+-- States:   queued -> cancelled, running -> cancelled; finished_at = now(), lease cleared
+--           (lease_role too).
 -- Time:     now() (transaction start).
 -- Errors:   22023 when states is NULL, empty, holds NULL or a state other than queued and
 --           running, or max_jobs is NULL or < 1.
@@ -75,7 +76,8 @@ BEGIN
         UPDATE jobs j
         SET state = 'cancelled',
             finished_at = now(),
-            lease_expires_at = NULL
+            lease_expires_at = NULL,
+            lease_role = NULL
         WHERE j.id = ANY (v_picked)
           AND j.state IN ('queued', 'running')
         RETURNING j.queue

@@ -9,7 +9,10 @@
 --           table with a foreign key to jobs takes, so such inserts hide no job from claims.
 --           Each claimed job moves to running with attempts + 1; the new attempts value is
 --           the job's fencing token (returned as attempt) that jobs_complete, jobs_fail,
---           jobs_heartbeat and jobs_snooze must quote back. Returns no rows when nothing is
+--           jobs_heartbeat and jobs_snooze must quote back. The claim also records the
+--           caller's login (session_user, also inside this SECURITY DEFINER function and
+--           after SET ROLE) as the job's lease_role: the fenced calls of every other login
+--           do not match the job (see jobs_complete). Returns no rows when nothing is
 --           ready. Expired leases are not reclaimed here: jobs_requeue_expired does that.
 --           Each row also carries the job's meta (jobs_enqueue's; usually NULL).
 --           Flow control (jobs_queues): a paused queue gives no jobs; a queue with
@@ -26,8 +29,8 @@
 --           chosen stay locked until then too, and other claimers skip them meanwhile.
 --           A limited queue's jobs_queues row is locked until then too (claims of that
 --           queue take turns).
--- States:   queued -> running; sets lease_holder = worker, lease_expires_at = now() + lease,
---           started_at = now().
+-- States:   queued -> running; sets lease_holder = worker, lease_role = session_user,
+--           lease_expires_at = now() + lease, started_at = now().
 -- Time:     now() (transaction start) for readiness, the lease and started_at.
 -- Errors:   22023 when worker is NULL/empty/longer than 200 bytes, max_jobs is NULL or not
 --           in 1..10000, queues is empty, multidimensional or contains a NULL, or lease is
@@ -45,6 +48,10 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
+DECLARE
+    -- The login claiming, recorded as each job's lease_role: session_user is the login even
+    -- inside this SECURITY DEFINER function and after SET ROLE (the fenced calls compare it).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_claim.worker IS NULL OR jobs_claim.worker = '' OR octet_length(jobs_claim.worker) > 200 THEN
         PERFORM _jobs_invalid('jobs_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
@@ -91,6 +98,7 @@ BEGIN
             SET state = 'running',
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
+                lease_role = v_login,
                 lease_expires_at = now() + jobs_claim.lease,
                 started_at = now()
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
@@ -139,6 +147,7 @@ BEGIN
             SET state = 'running',
                 attempts = j.attempts + 1,
                 lease_holder = jobs_claim.worker,
+                lease_role = v_login,
                 lease_expires_at = now() + jobs_claim.lease,
                 started_at = now()
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join

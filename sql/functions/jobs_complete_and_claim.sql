@@ -1,8 +1,8 @@
 -- jobs_complete_and_claim: jobs_complete_many, then jobs_claim, in one call and one transaction.
 --
 -- Promises: completes the (ids[i], attempts[i]) pairs by jobs_complete_many's fenced rule (a
---           pair whose job is no longer held at that attempt is left alone and missing from
---           completed), then claims up to max_jobs jobs by jobs_claim's rules (readiness, flow
+--           pair whose job is no longer held at that attempt, or is held by another login,
+--           is left alone and missing from completed), then claims up to max_jobs jobs by jobs_claim's rules (readiness, flow
 --           control, FOR NO KEY UPDATE SKIP LOCKED, (priority, run_at, id) order; the new
 --           attempts value of each claimed job is its fencing token). Both are called, not
 --           copied, so whatever either promises this promises too. A worker's cycle (record

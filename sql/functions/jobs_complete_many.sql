@@ -1,7 +1,8 @@
 -- jobs_complete_many: the batch form of jobs_complete; returns the ids it completed.
 --
--- Promises: for each (ids[i], attempts[i]) the same fenced rule as jobs_complete; pairs whose
---           job is no longer held at that attempt are left alone and missing from the result.
+-- Promises: for each (ids[i], attempts[i]) the same fenced rule as jobs_complete (the
+--           attempt and the lease's login); pairs whose job the caller no longer holds at
+--           that attempt are left alone and missing from the result.
 --           A duplicate pair counts once. NOTIFYs jobs_ready at commit for each
 --           concurrency-limited queue (jobs_queues) that got slots back.
 --           With jobs_settings.done_retention 0 the completed jobs are deleted instead of
@@ -10,7 +11,8 @@
 --           first: one WAL record per job instead of two).
 -- Locks:    the completed rows, until the caller's transaction ends. Rows are locked in id
 --           order, so two overlapping batches cannot deadlock each other.
--- States:   running -> done; sets finished_at = now(), clears lease_expires_at. With
+-- States:   running -> done; sets finished_at = now(), clears lease_expires_at and
+--           lease_role. With
 --           done_retention 0: running -> deleted.
 -- Time:     now() (transaction start).
 -- Errors:   22023 when either array is NULL or multidimensional, their lengths differ, an
@@ -27,6 +29,9 @@ DECLARE
     v_id     bigint;
     v_queue  text;
     v_queues text[] := '{}';
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_complete_many', jobs_complete_many.ids, jobs_complete_many.attempts);
 
@@ -43,6 +48,7 @@ BEGIN
             WHERE j.id = v_pair.id
               AND j.attempts = v_pair.attempt
               AND j.state = 'running'
+              AND (j.lease_role IS NULL OR j.lease_role = v_login)
             RETURNING j.id, j.queue INTO v_id, v_queue;
             IF FOUND THEN
                 RETURN NEXT v_id;
@@ -74,13 +80,15 @@ BEGIN
             WHERE j.id = t.id
               AND j.attempts = t.attempt
               AND j.state = 'running'
+              AND (j.lease_role IS NULL OR j.lease_role = v_login)
             FOR NO KEY UPDATE
         ) AS l
     ), done AS (
         UPDATE jobs j
         SET state = 'done',
             finished_at = now(),
-            lease_expires_at = NULL
+            lease_expires_at = NULL,
+            lease_role = NULL
         WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
         RETURNING j.id, j.queue
     ), woken AS (

@@ -1,7 +1,7 @@
 -- jobs_fail: records a failed attempt and schedules the retry, if the caller still holds the job.
 --
 -- Promises: fenced like jobs_complete: acts only when the job is running at exactly this
---           attempt, else returns NULL and changes nothing. Sets last_error and appends
+--           attempt under a lease the caller's login took, else returns NULL and changes nothing. Sets last_error and appends
 --           {"attempt", "at", "error", "worker"} to the errors history. When attempts has
 --           reached max_attempts the job becomes dead; otherwise it is queued again at
 --           retry_at, or when retry_at is NULL at now() + jobs_backoff(attempt). Returns the
@@ -10,7 +10,8 @@
 --           concurrency limit (its slot came back). error is stored up to its first 10000
 --           characters.
 -- Locks:    the job's row, until the caller's transaction ends.
--- States:   running -> queued (retry) or running -> dead (attempts exhausted; finished_at set).
+-- States:   running -> queued (retry) or running -> dead (attempts exhausted; finished_at set);
+--           clears lease_expires_at and lease_role.
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id, attempt or error is NULL, or retry_at is infinite.
 CREATE OR REPLACE FUNCTION jobs_fail(id bigint, attempt integer, error text, retry_at timestamptz DEFAULT NULL)
@@ -24,6 +25,9 @@ DECLARE
     v_state  jobs_state;
     v_queue  text;
     v_run_at timestamptz;
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_fail.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_fail', 'id', 'must not be NULL');
@@ -44,6 +48,7 @@ BEGIN
                       ELSE coalesce(jobs_fail.retry_at, now() + jobs_backoff(j.attempts)) END,
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
         lease_expires_at = NULL,
+        lease_role = NULL,
         last_error = left(jobs_fail.error, 10000),
         errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
                                                 'error', left(jobs_fail.error, 10000),
@@ -51,6 +56,7 @@ BEGIN
     WHERE j.id = jobs_fail.id
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login)
     RETURNING j.state, j.queue, j.run_at INTO v_state, v_queue, v_run_at;
 
     IF v_state = 'queued' AND v_run_at <= now() THEN

@@ -1,7 +1,7 @@
 -- jobs_heartbeat: extends the lease of a job the caller still holds.
 --
--- Promises: fenced like jobs_complete. When the job is running at exactly this attempt,
---           sets lease_expires_at = now() + lease and returns true; otherwise returns false
+-- Promises: fenced like jobs_complete. When the job is running at exactly this attempt
+--           under a lease the caller's login took, sets lease_expires_at = now() + lease and returns true; otherwise returns false
 --           and changes nothing. false means the job is no longer the caller's: it should
 --           stop working on it (another worker may already be running it).
 -- Locks:    the job's row, until the caller's transaction ends.
@@ -15,6 +15,10 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
+DECLARE
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_heartbeat.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_heartbeat', 'id', 'must not be NULL');
@@ -30,7 +34,8 @@ BEGIN
     SET lease_expires_at = now() + jobs_heartbeat.lease
     WHERE j.id = jobs_heartbeat.id
       AND j.state = 'running'
-      AND j.attempts = jobs_heartbeat.attempt;
+      AND j.attempts = jobs_heartbeat.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login);
     RETURN FOUND;
 END;
 $$;

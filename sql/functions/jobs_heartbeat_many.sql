@@ -6,7 +6,8 @@
 --           extended = false when it is still running at that attempt, and its lease is left
 --           as it was (call again later). One stuck row lock therefore cannot hold up the
 --           heartbeats of a worker's other jobs. A job missing from the result is no longer
---           the caller's. A duplicate pair counts once.
+--           the caller's, and a job another login holds is missing too, locked or not. A
+--           duplicate pair counts once.
 -- Locks:    the extended rows, in id order, until the caller's transaction ends.
 -- States:   none.
 -- Time:     now() (transaction start).
@@ -22,6 +23,9 @@ DECLARE
     v_extended bigint[];
     v_id bigint;
     v_attempt integer;
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_heartbeat_many', jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts);
     IF jobs_heartbeat_many.lease IS NULL OR jobs_heartbeat_many.lease <= interval '0' OR jobs_heartbeat_many.lease > interval '100 years' THEN
@@ -43,6 +47,7 @@ BEGIN
             WHERE j.id = t.id
               AND j.attempts = t.attempt
               AND j.state = 'running'
+              AND (j.lease_role IS NULL OR j.lease_role = v_login)
             FOR NO KEY UPDATE SKIP LOCKED
         ) AS l
     ), moved AS (
@@ -62,7 +67,9 @@ BEGIN
         FROM unnest(jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts) AS t(id, attempt)
         WHERE t.id <> ALL (v_extended)
     LOOP
-        IF EXISTS (SELECT FROM jobs j WHERE j.id = v_id AND j.attempts = v_attempt AND j.state = 'running') THEN
+        IF EXISTS (SELECT FROM jobs j
+                   WHERE j.id = v_id AND j.attempts = v_attempt AND j.state = 'running'
+                     AND (j.lease_role IS NULL OR j.lease_role = v_login)) THEN
             id := v_id;
             extended := false;
             RETURN NEXT;

@@ -12,7 +12,8 @@
 --           NOTIFYs jobs_ready for each queue that got a job back, and for each
 --           concurrency-limited queue (jobs_queues) whose jobs went dead (slots came back).
 -- Locks:    the expired rows, until the caller's transaction ends.
--- States:   running -> queued, or running -> dead (finished_at set).
+-- States:   running -> queued, or running -> dead (finished_at set); clears lease_expires_at
+--           and lease_role.
 -- Time:     now() (transaction start).
 -- Errors:   none.
 CREATE OR REPLACE FUNCTION jobs_requeue_expired()
@@ -47,7 +48,8 @@ BEGIN
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
                 'worker', j.lease_holder),
-            lease_expires_at = NULL
+            lease_expires_at = NULL,
+            lease_role = NULL
         -- Through jobs_pkey; a join with expired may be planned as a scan of the whole table.
         WHERE j.id = ANY (ARRAY(SELECT expired.id FROM expired))
           AND j.state = 'running'

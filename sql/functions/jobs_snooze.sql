@@ -1,6 +1,7 @@
 -- jobs_snooze: puts a job the caller holds back in the queue until run_at, without spending an attempt.
 --
--- Promises: fenced like jobs_complete (false and no change when not held at this attempt).
+-- Promises: fenced like jobs_complete (false and no change when not held at this attempt
+--           under a lease the caller's login took).
 --           The job goes back to queued at run_at. attempts is never lowered, because the
 --           attempt number is the fencing token and must not be handed out twice; instead
 --           max_attempts is raised by one (saturating at 2147483647), so the snoozed attempt
@@ -8,7 +9,7 @@
 --           jobs_ready at commit, and so does any snooze of a job whose queue has a
 --           concurrency limit (its slot came back).
 -- Locks:    the job's row, until the caller's transaction ends.
--- States:   running -> queued; max_attempts + 1, lease cleared.
+-- States:   running -> queued; max_attempts + 1, lease cleared (lease_role too).
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id, attempt or run_at is NULL, or run_at is infinite.
 CREATE OR REPLACE FUNCTION jobs_snooze(id bigint, attempt integer, run_at timestamptz)
@@ -20,6 +21,9 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     IF jobs_snooze.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_snooze', 'id', 'must not be NULL');
@@ -36,10 +40,12 @@ BEGIN
         run_at = jobs_snooze.run_at,
         -- Saturates rather than overflowing, so a job at the int limit can still snooze.
         max_attempts = CASE WHEN j.max_attempts < 2147483647 THEN j.max_attempts + 1 ELSE j.max_attempts END,
-        lease_expires_at = NULL
+        lease_expires_at = NULL,
+        lease_role = NULL
     WHERE j.id = jobs_snooze.id
       AND j.state = 'running'
       AND j.attempts = jobs_snooze.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login)
     RETURNING j.queue INTO v_queue;
     IF NOT FOUND THEN
         RETURN false;

@@ -206,3 +206,32 @@ func TestSearchPathHijack(t *testing.T) {
 		}
 	})
 }
+
+// TestInstallSchemaOverloadWins shows the risk docs/security.md ("Install into a dedicated
+// schema") warns of, which the pinned search_path cannot prevent: whoever may create objects
+// in the install schema can plant an exact-match overload, cardinality(text[]), that wins over
+// the built-in cardinality(anyarray) and runs inside jobs_claim as the functions' owner
+// whenever a worker claims.
+func TestInstallSchemaOverloadWins(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Planted by the database's owner here; on PostgreSQL 14 and older anyone could.
+	exec(t, b.super, `
+		CREATE TABLE planted_log (ran_as text NOT NULL);
+		CREATE FUNCTION public.cardinality(text[]) RETURNS integer LANGUAGE sql
+			AS $$ INSERT INTO public.planted_log VALUES (current_user) RETURNING 1 $$`)
+	worker := pgtest.NewConn(t, newLogin(t, b, "app_worker", "jobs_worker"))
+	workerName := scalar[string](t, worker, "SELECT session_user::text")
+	enqueue(t, b, "q")
+	exec(t, worker, "SELECT * FROM jobs_claim('w', 1, ARRAY['q'])")
+	owner := scalar[string](t, b.super, "SELECT pg_get_userbyid(proowner)::text FROM pg_proc WHERE oid = 'jobs_claim'::regproc")
+	ranAs := scalar[[]string](t, b.super, "SELECT coalesce(array_agg(ran_as), '{}') FROM planted_log")
+	if len(ranAs) == 0 {
+		t.Fatal("the planted cardinality(text[]) did not run inside jobs_claim; docs/security.md's example no longer holds")
+	}
+	for _, r := range ranAs {
+		if r != owner || r == workerName {
+			t.Errorf("the planted function ran as %s, want the owner %s (not the worker %s)", r, owner, workerName)
+		}
+	}
+}

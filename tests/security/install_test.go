@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/skiplock/skiplock"
+	"github.com/skiplock/skiplock/internal/pglocal"
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
@@ -244,5 +248,120 @@ func TestWarnsWhenPublicMayCreate(t *testing.T) {
 	want := "skiplock: every role may create objects in schema public"
 	if !slices.ContainsFunc(warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
 		t.Errorf("warnings = %q, want one starting %q", warnings, want)
+	}
+}
+
+// TestInstallIntoSchemaOwnedByAnother follows docs/security.md where the installer may
+// create objects in the install schema but does not own it: the grants raise a NOTICE that
+// they cannot give the roles USAGE, the roles cannot reach the functions until the schema's
+// owner runs the GRANT USAGE the notice names, and the owner of the functions can re-run
+// sql/grants.sql with psql and PGOPTIONS, as shown there, any time (it is idempotent). With
+// MigrateOpts.Schema the installer needs CREATE on the database too: CREATE SCHEMA IF NOT
+// EXISTS checks it before it looks for the schema. Without it, Migrate installs into the
+// first schema of the connection's search_path.
+func TestInstallIntoSchemaOwnedByAnother(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	super := pgtest.NewPool(t, url)
+	b := &testBundle{url: url, super: super}
+	installerURL := newLogin(t, b, "installer")
+	installer := scalar[string](t, pgtest.NewConn(t, installerURL), "SELECT session_user::text")
+	// As docs/security.md advises, a superuser creates the roles before installing (the
+	// installer may not), unless an install on this cluster already did.
+	exec(t, super, `DO $$
+		DECLARE r text;
+		BEGIN
+			FOREACH r IN ARRAY ARRAY['jobs_producer', 'jobs_worker', 'jobs_admin'] LOOP
+				BEGIN
+					EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+				EXCEPTION WHEN duplicate_object OR unique_violation THEN
+					NULL;
+				END;
+			END LOOP;
+		END $$`)
+	exec(t, super, "CREATE SCHEMA shared")
+	exec(t, super, "GRANT USAGE, CREATE ON SCHEMA shared TO "+pgx.Identifier{installer}.Sanitize())
+
+	cfg, err := pgx.ParseConfig(installerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		defer mu.Unlock()
+		notices = append(notices, n.Message)
+	}
+	cfg.RuntimeParams["search_path"] = "shared"
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(t.Context()))
+	var pgErr *pgconn.PgError
+	if err := skiplock.Migrate(t.Context(), conn, &skiplock.MigrateOpts{Schema: "shared"}); !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Errorf("Migrate with Schema by an installer without CREATE on the database: %v, want 42501", err)
+	}
+	if err := skiplock.Migrate(t.Context(), conn, nil); err != nil {
+		t.Fatalf("Migrate into a schema the installer does not own: %v", err)
+	}
+	mu.Lock()
+	want := "skiplock: cannot grant USAGE on schema shared"
+	if !slices.ContainsFunc(notices, func(n string) bool { return strings.HasPrefix(n, want) }) {
+		t.Errorf("notices = %q, want one starting %q", notices, want)
+	}
+	mu.Unlock()
+
+	producer := pgtest.NewConn(t, newLogin(t, b, "app_producer", "jobs_producer"))
+	mustDeny(t, producer, "SELECT shared.jobs_enqueue('x')")
+	exec(t, super, "GRANT USAGE ON SCHEMA shared TO jobs_producer, jobs_worker, jobs_admin")
+	mustAllow(t, producer, "SELECT shared.jobs_enqueue('x')")
+
+	psql, err := pglocal.Tool("psql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grantsFile, err := filepath.Abs("../../sql/grants.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := osexec.CommandContext(t.Context(), psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", grantsFile, installerURL)
+	cmd.Env = append(os.Environ(), "PGOPTIONS=-c search_path=shared")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("psql -f sql/grants.sql as the installer: %v\n%s", err, out)
+	}
+	if !grantsPresent(t, url, "shared") {
+		t.Error("grants missing after re-running sql/grants.sql in schema shared")
+	}
+	mustAllow(t, producer, "SELECT shared.jobs_enqueue('x')")
+}
+
+// TestMigrationsRevokeInTheSameTransaction: "sql/grants.sql revokes it in the same
+// transaction that creates the functions". tern runs each migration in one transaction unless
+// the file turns that off, and every migration that creates functions ends with grants.sql
+// (TestSQLFilesAreFrozen/FunctionsAreInstalledBetweenPreambleAndGrants in the root package),
+// so none may turn it off; the install script of skiplock sql is one transaction too.
+func TestMigrationsRevokeInTheSameTransaction(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../../migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migrations found: %v", err)
+	}
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(text), "tern: disable-tx") {
+			t.Errorf("%s runs outside a transaction: its functions would be executable by PUBLIC until its grants run", f)
+		}
+	}
+	script, err := skiplock.InstallSQL(&skiplock.InstallSQLOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(script, "\nBEGIN;\n") || !strings.HasSuffix(strings.TrimSpace(script), "COMMIT;") {
+		t.Error("the install script of skiplock sql is not one transaction")
 	}
 }

@@ -298,7 +298,7 @@ func TestClaimOrder(t *testing.T) {
 			urgent = append(urgent, enqueue(t, b.Conn, "queue => 'b', priority => 1"))
 		}
 		for _, queues := range [][]string{{"a", "b"}, nil} {
-			mustExec(t, b.Conn, "UPDATE jobs SET state = 'queued', attempts = 0, lease_expires_at = NULL")
+			mustExec(t, b.Conn, "UPDATE jobs SET state = 'queued', attempts = 0, lease_expires_at = NULL, lease_role = NULL")
 			jobs := claim(t, b.Conn, "w", 4, queues, "1 minute")
 			if len(jobs) != 4 {
 				t.Fatalf("queues %v: claimed %d jobs, want 4", queues, len(jobs))
@@ -351,7 +351,7 @@ func TestClaimFutureJobs(t *testing.T) {
 			if len(jobs) != 1 || jobs[0].ID != ready {
 				t.Fatalf("queues %v: claimed %v, want only the ready job %d", queues, jobs, ready)
 			}
-			mustExec(t, b.Conn, "UPDATE jobs SET state = 'queued', attempts = 0, lease_expires_at = NULL WHERE id = $1", ready)
+			mustExec(t, b.Conn, "UPDATE jobs SET state = 'queued', attempts = 0, lease_expires_at = NULL, lease_role = NULL WHERE id = $1", ready)
 		}
 	})
 
