@@ -1,0 +1,63 @@
+-- jobs_snooze: puts a job the caller holds back in the queue until run_at, without spending an attempt.
+--
+-- Promises: fenced like jobs_complete (false and no change when not held at this attempt).
+--           The job goes back to queued at run_at. attempts is never lowered, because the
+--           attempt number is the fencing token and must not be handed out twice; instead
+--           max_attempts is raised by one (saturating at 2147483647), so the snoozed attempt
+--           does not count against the job's budget. (A job snoozed at attempt 2147483647,
+--           the integer limit, has no attempt number left: its next claim moves it to dead,
+--           see jobs_claim.) A job that is ready at once NOTIFYs
+--           jobs_ready at commit, and so does any snooze of a job whose queue has a
+--           concurrency limit (its slot came back).
+-- Locks:    the job's row, until the caller's transaction ends.
+-- States:   running -> queued; max_attempts + 1, lease cleared.
+-- Time:     now() (transaction start).
+-- Errors:   22023 when id, attempt or run_at is NULL, or run_at is infinite.
+CREATE OR REPLACE FUNCTION jobs_snooze(id bigint, attempt integer, run_at timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_queue text;
+BEGIN
+    IF jobs_snooze.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_snooze', 'id', 'must not be NULL');
+    END IF;
+    IF jobs_snooze.attempt IS NULL THEN
+        PERFORM _jobs_invalid('jobs_snooze', 'attempt', 'must not be NULL');
+    END IF;
+    IF jobs_snooze.run_at IS NULL OR NOT isfinite(jobs_snooze.run_at) THEN
+        PERFORM _jobs_invalid('jobs_snooze', 'run_at', 'must be a finite timestamp');
+    END IF;
+
+    UPDATE jobs j
+    SET state = 'queued',
+        run_at = jobs_snooze.run_at,
+        -- Saturates rather than overflowing, so a job at the int limit can still snooze.
+        max_attempts = CASE WHEN j.max_attempts < 2147483647 THEN j.max_attempts + 1 ELSE j.max_attempts END,
+        lease_expires_at = NULL
+    WHERE j.id = jobs_snooze.id
+      AND j.state = 'running'
+      AND j.attempts = jobs_snooze.attempt
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    IF jobs_snooze.run_at <= now() THEN
+        PERFORM pg_notify('jobs_ready', v_queue);
+    ELSE
+        -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
+        PERFORM pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    END IF;
+    RETURN true;
+END;
+$$;
+
+COMMENT ON FUNCTION jobs_snooze(bigint, integer, timestamptz) IS
+    'skiplock: running -> queued at run_at without spending an attempt (fenced; raises max_attempts, never lowers attempts).';
