@@ -39,6 +39,10 @@ func TestRetryKeepsJobsReachable(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Through the proxy the id leads to shard 0, which does not hold the job.
+	if one[bool](t, p, "SELECT jobs_retry($1)", strayID) {
+		t.Fatalf("jobs_retry(%d) through the proxy returned true", strayID)
+	}
 	// On the shard (as the dashboard and the CLI retry): the stray job is refused.
 	_, err := sh.Exec(ctx, "SELECT jobs_retry($1)", strayID)
 	if err == nil {
