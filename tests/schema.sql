@@ -387,9 +387,9 @@ BEGIN
             finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
             last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
             errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                          ELSE j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                              'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                              'worker', _jobs_claim_limited.worker) END
+                          ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                'worker', _jobs_claim_limited.worker)) END
         -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
         WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
@@ -781,6 +781,20 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) IS 'skiplock (private): raises 22023 naming timezone unless PostgreSQL knows the zone.';
 
+CREATE FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $_$
+    SELECT CASE WHEN jsonb_array_length(_jobs_errors_append.errors) < 100
+                THEN _jobs_errors_append.errors || _jobs_errors_append.entry
+                ELSE jsonb_path_query_array(_jobs_errors_append.errors, '$[$from to last]',
+                                            jsonb_build_object('from', jsonb_array_length(_jobs_errors_append.errors) - 99))
+                     || _jobs_errors_append.entry
+           END
+$_$;
+
+COMMENT ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) IS 'skiplock (private): appends an entry to a job''s errors history, keeping the newest 100 entries.';
+
 CREATE FUNCTION skiplock._jobs_invalid(func text, param text, problem text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
@@ -880,9 +894,9 @@ BEGIN
         finished_at = now(),
         lease_expires_at = NULL,
         last_error = left(jobs_cancel.error, 10000),
-        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                'error', left(jobs_cancel.error, 10000),
-                                                'worker', j.lease_holder)
+        errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                  'error', left(jobs_cancel.error, 10000),
+                                                                  'worker', j.lease_holder))
     WHERE j.id = jobs_cancel.id
       AND j.state = 'running'
       AND j.attempts = jobs_cancel.attempt
@@ -1025,9 +1039,9 @@ BEGIN
                 finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
                 last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
                 errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                              ELSE j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                                  'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                  'worker', jobs_claim.worker) END
+                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                    'worker', jobs_claim.worker)) END
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
@@ -1084,9 +1098,9 @@ BEGIN
                 finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
                 last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
                 errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                              ELSE j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                                  'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                  'worker', jobs_claim.worker) END
+                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                    'worker', jobs_claim.worker)) END
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
@@ -1682,9 +1696,9 @@ BEGIN
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
         lease_expires_at = NULL,
         last_error = left(jobs_fail.error, 10000),
-        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                'error', left(jobs_fail.error, 10000),
-                                                'worker', j.lease_holder)
+        errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                  'error', left(jobs_fail.error, 10000),
+                                                                  'worker', j.lease_holder))
     WHERE j.id = jobs_fail.id
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt
@@ -2371,12 +2385,12 @@ BEGIN
             last_error = format('lease expired at %s (held by %s, attempt %s)',
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
-            errors = j.errors || jsonb_build_object(
+            errors = _jobs_errors_append(j.errors, jsonb_build_object(
                 'attempt', j.attempts, 'at', now(),
                 'error', format('lease expired at %s (held by %s, attempt %s)',
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
-                'worker', j.lease_holder),
+                'worker', j.lease_holder)),
             lease_expires_at = NULL
         -- Through jobs_pkey; a join with expired may be planned as a scan of the whole table.
         WHERE j.id = ANY (ARRAY(SELECT expired.id FROM expired))
@@ -3236,6 +3250,8 @@ REVOKE ALL ON FUNCTION skiplock._jobs_cron_next(func text, cron text, after time
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT time_wildcard boolean, OUT every_seconds bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) FROM PUBLIC;
 

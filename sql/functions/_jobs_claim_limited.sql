@@ -290,9 +290,9 @@ BEGIN
             finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
             last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
             errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                          ELSE j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                              'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                              'worker', _jobs_claim_limited.worker) END
+                          ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                'worker', _jobs_claim_limited.worker)) END
         -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
         WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,

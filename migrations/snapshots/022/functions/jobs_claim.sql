@@ -103,9 +103,9 @@ BEGIN
                 finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
                 last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
                 errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                              ELSE j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                                  'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                  'worker', jobs_claim.worker) END
+                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                    'worker', jobs_claim.worker)) END
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
@@ -162,9 +162,9 @@ BEGIN
                 finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
                 last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
                 errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                              ELSE j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                                  'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                  'worker', jobs_claim.worker) END
+                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                    'worker', jobs_claim.worker)) END
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
