@@ -37,6 +37,8 @@
 --           Planned for each call's arguments (plan_cache_mode = force_custom_plan), so a
 --           NULL filter costs nothing. Jobs without a key take one UPDATE, keyed jobs one
 --           more; only when another transaction holds one of their keys, one UPDATE each.
+--           A call that picks fewer than max_jobs reads the matching jobs once more, for its
+--           WARNINGs.
 -- Locks:    the retried rows, until the caller's transaction ends.
 -- States:   dead -> queued, cancelled -> queued; finished_at cleared.
 -- Time:     now() (transaction start).
