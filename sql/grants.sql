@@ -62,6 +62,7 @@ BEGIN
         FROM (VALUES
             ('_jobs_invalid(text, text, text)',                                                        '{}'),
             ('_jobs_check_fence_arrays(text, bigint[], integer[])',                                     '{}'),
+            ('_jobs_errors_append(jsonb, jsonb)',                                                       '{}'),
             ('_jobs_completion_deletes()',                                                              '{}'),
             ('jobs_backoff(integer)',                                                                   '{jobs_worker, jobs_admin}'),
             ('jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean)', '{jobs_producer}'),

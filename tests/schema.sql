@@ -378,23 +378,34 @@ BEGIN
         LIMIT _jobs_claim_limited.max_jobs
     ), claimed AS (
         UPDATE jobs j
-        SET state = 'running',
-            attempts = j.attempts + 1,
-            lease_holder = _jobs_claim_limited.worker,
-            lease_role = v_login,
-            lease_expires_at = now() + _jobs_claim_limited.lease,
-            started_at = now()
+        -- A job whose attempts are at the integer limit has no attempt number (fencing token)
+        -- left: it goes dead here, with the reason in last_error, instead of raising 22003
+        -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
+        SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
+            attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
+            lease_holder = CASE WHEN j.attempts < 2147483647 THEN _jobs_claim_limited.worker ELSE j.lease_holder END,
+            lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
+            lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + _jobs_claim_limited.lease END,
+            started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
+            finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
+            last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
+            errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
+                          ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                'worker', _jobs_claim_limited.worker)) END
         -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
         WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                  j.lease_expires_at, j.created_at, j.meta
+                  j.lease_expires_at, j.created_at, j.meta, j.state
     ), logged AS (
         INSERT INTO jobs_queue_starts (queue, started_at)
         SELECT c.queue, now()
         FROM claimed c
-        WHERE c.queue = ANY (v_rate_queues)
+        WHERE c.queue = ANY (v_rate_queues) AND c.state = 'running'
     )
-    SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+    SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
+           c.lease_expires_at, c.created_at, c.meta
+    FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
 END;
 $$;
 
@@ -774,6 +785,20 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) IS 'skiplock (private): raises 22023 naming timezone unless PostgreSQL knows the zone.';
 
+CREATE FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $_$
+    SELECT CASE WHEN jsonb_array_length(_jobs_errors_append.errors) < 100
+                THEN _jobs_errors_append.errors || _jobs_errors_append.entry
+                ELSE jsonb_path_query_array(_jobs_errors_append.errors, '$[$from to last]',
+                                            jsonb_build_object('from', jsonb_array_length(_jobs_errors_append.errors) - 99))
+                     || _jobs_errors_append.entry
+           END
+$_$;
+
+COMMENT ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) IS 'skiplock (private): appends an entry to a job''s errors history, keeping the newest 100 entries.';
+
 CREATE FUNCTION skiplock._jobs_invalid(func text, param text, problem text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
@@ -878,9 +903,9 @@ BEGIN
         lease_expires_at = NULL,
         lease_role = NULL,
         last_error = left(jobs_cancel.error, 10000),
-        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                'error', left(jobs_cancel.error, 10000),
-                                                'worker', j.lease_holder)
+        errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                  'error', left(jobs_cancel.error, 10000),
+                                                                  'worker', j.lease_holder))
     WHERE j.id = jobs_cancel.id
       AND j.state = 'running'
       AND j.attempts = jobs_cancel.attempt
@@ -1018,19 +1043,30 @@ BEGIN
             FOR NO KEY UPDATE SKIP LOCKED
         ), claimed AS (
             UPDATE jobs j
-            SET state = 'running',
-                attempts = j.attempts + 1,
-                lease_holder = jobs_claim.worker,
-                lease_role = v_login,
-                lease_expires_at = now() + jobs_claim.lease,
-                started_at = now()
+            -- A job whose attempts are at the integer limit has no attempt number (fencing token)
+            -- left: it goes dead here, with the reason in last_error, instead of raising 22003
+            -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
+            SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
+                attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
+                lease_holder = CASE WHEN j.attempts < 2147483647 THEN jobs_claim.worker ELSE j.lease_holder END,
+                lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
+                lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + jobs_claim.lease END,
+                started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
+                finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
+                last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
+                errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
+                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                    'worker', jobs_claim.worker)) END
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at, j.meta
+                      j.lease_expires_at, j.created_at, j.meta, j.state
         )
-        SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+        SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
+               c.lease_expires_at, c.created_at, c.meta
+        FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
     ELSE
         -- Several or all queues: take the best max_jobs of each queue (each an ordered scan of
         -- jobs_ready_idx), then the best max_jobs of those. For all queues the queue names come
@@ -1067,19 +1103,30 @@ BEGIN
             LIMIT jobs_claim.max_jobs
         ), claimed AS (
             UPDATE jobs j
-            SET state = 'running',
-                attempts = j.attempts + 1,
-                lease_holder = jobs_claim.worker,
-                lease_role = v_login,
-                lease_expires_at = now() + jobs_claim.lease,
-                started_at = now()
+            -- A job whose attempts are at the integer limit has no attempt number (fencing token)
+            -- left: it goes dead here, with the reason in last_error, instead of raising 22003
+            -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
+            SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
+                attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
+                lease_holder = CASE WHEN j.attempts < 2147483647 THEN jobs_claim.worker ELSE j.lease_holder END,
+                lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
+                lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + jobs_claim.lease END,
+                started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
+                finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
+                last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
+                errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
+                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                    'worker', jobs_claim.worker)) END
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at, j.meta
+                      j.lease_expires_at, j.created_at, j.meta, j.state
         )
-        SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+        SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
+               c.lease_expires_at, c.created_at, c.meta
+        FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
     END IF;
 END;
 $$;
@@ -1682,9 +1729,9 @@ BEGIN
         lease_expires_at = NULL,
         lease_role = NULL,
         last_error = left(jobs_fail.error, 10000),
-        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                'error', left(jobs_fail.error, 10000),
-                                                'worker', j.lease_holder)
+        errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                  'error', left(jobs_fail.error, 10000),
+                                                                  'worker', j.lease_holder))
     WHERE j.id = jobs_fail.id
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt
@@ -2386,12 +2433,12 @@ BEGIN
             last_error = format('lease expired at %s (held by %s, attempt %s)',
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
-            errors = j.errors || jsonb_build_object(
+            errors = _jobs_errors_append(j.errors, jsonb_build_object(
                 'attempt', j.attempts, 'at', now(),
                 'error', format('lease expired at %s (held by %s, attempt %s)',
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
-                'worker', j.lease_holder),
+                'worker', j.lease_holder)),
             lease_expires_at = NULL,
             lease_role = NULL
         -- Through jobs_pkey; a join with expired may be planned as a scan of the whole table.
@@ -2449,7 +2496,9 @@ CREATE FUNCTION skiplock.jobs_retry(id bigint) RETURNS boolean
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_queue text;
+    v_queue    text;
+    v_shard    integer;
+    v_attempts integer;
 BEGIN
     IF jobs_retry.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_retry', 'id', 'must not be NULL');
@@ -2462,8 +2511,32 @@ BEGIN
         finished_at = NULL
     WHERE j.id = jobs_retry.id
       AND j.state IN ('dead', 'cancelled')
+      -- Read in this statement, whose snapshot is taken once it holds its lock on jobs: a
+      -- jobs_set_shard committing meanwhile (it holds jobs exclusively) is seen.
+      AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
+      -- attempts + 1 must fit in an integer (and be a fencing token never handed out).
+      AND j.attempts < 2147483647
     RETURNING j.queue INTO v_queue;
     IF NOT FOUND THEN
+        -- Why not: only these two refusals raise; any other state or an unknown id is false.
+        SELECT j.attempts INTO v_attempts
+        FROM jobs j
+        WHERE j.id = jobs_retry.id AND j.state IN ('dead', 'cancelled');
+        IF NOT FOUND THEN
+            RETURN false;
+        END IF;
+        v_shard := (SELECT s.shard FROM jobs_settings s);
+        IF v_shard IS NOT NULL AND jobs_retry.id % 1024 <> v_shard THEN
+            RAISE EXCEPTION 'jobs_retry: job % cannot be queued again on shard %: its id names shard %',
+                    jobs_retry.id, v_shard, jobs_retry.id % 1024
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'A router would send its completion to another shard. Enqueue its payload again to run it here under a new id.';
+        END IF;
+        IF v_attempts = 2147483647 THEN
+            RAISE EXCEPTION 'jobs_retry: job % has no attempt left: attempts is at its limit, %', jobs_retry.id, v_attempts
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'Enqueue its payload again to run it under a new id.';
+        END IF;
         RETURN false;
     END IF;
 
@@ -2500,6 +2573,11 @@ DECLARE
     v_chunk_queues text[];
     v_failed       boolean;
     v_lock_timeout text;
+    v_shard        integer;
+    v_strays       bigint;
+    v_first_stray  bigint;
+    v_maxed        bigint;
+    v_first_maxed  bigint;
 BEGIN
     PERFORM _jobs_check_bulk_args('jobs_retry_many', jobs_retry_many.states, '{dead, cancelled}',
                                   jobs_retry_many.max_jobs);
@@ -2519,8 +2597,39 @@ BEGIN
                   WHERE l.queue = j.queue
                     AND l.unique_key = j.unique_key
                     AND l.state IN ('queued', 'running')))
+          -- What jobs_retry refuses: an id a router would send elsewhere, no attempt left.
+          -- (The shard is read in this statement, whose snapshot is taken once it holds its
+          -- lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
+          AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
+          AND j.attempts < 2147483647
         LIMIT jobs_retry_many.max_jobs
         FOR NO KEY UPDATE SKIP LOCKED);
+
+    -- Reported on the last call of a drain loop only: earlier calls would repeat it, and
+    -- this reads every matching job (as the pick of such a call does anyway).
+    IF cardinality(v_picked) < jobs_retry_many.max_jobs THEN
+        v_shard := (SELECT s.shard FROM jobs_settings s);
+        SELECT count(*) FILTER (WHERE v_shard IS NOT NULL AND j.id % 1024 <> v_shard),
+               min(j.id) FILTER (WHERE v_shard IS NOT NULL AND j.id % 1024 <> v_shard),
+               count(*) FILTER (WHERE j.attempts >= 2147483647),
+               min(j.id) FILTER (WHERE j.attempts >= 2147483647)
+        INTO v_strays, v_first_stray, v_maxed, v_first_maxed
+        FROM jobs j
+        WHERE j.state IN ('dead', 'cancelled')
+          AND j.state = ANY (jobs_retry_many.states)
+          AND (jobs_retry_many.ids IS NULL OR j.id = ANY (jobs_retry_many.ids))
+          AND (jobs_retry_many.queue IS NULL OR j.queue = jobs_retry_many.queue)
+          AND (jobs_retry_many.kind IS NULL OR j.kind = jobs_retry_many.kind)
+          AND ((v_shard IS NOT NULL AND j.id % 1024 <> v_shard) OR j.attempts >= 2147483647);
+        IF v_strays > 0 THEN
+            RAISE WARNING 'jobs_retry_many: left % matching jobs alone (the lowest id %): their ids name another shard than this one, %', v_strays, v_first_stray, v_shard
+                USING HINT = 'A router would send their completions to another shard. Enqueue their payloads again to run them here under new ids.';
+        END IF;
+        IF v_maxed > 0 THEN
+            RAISE WARNING 'jobs_retry_many: left % matching jobs alone (the lowest id %): no attempt left, attempts is at its limit, 2147483647', v_maxed, v_first_maxed
+                USING HINT = 'Enqueue their payloads again to run them under new ids.';
+        END IF;
+    END IF;
 
     -- Jobs without a key: one update (through jobs_pkey).
     WITH retried AS (
@@ -3199,6 +3308,8 @@ REVOKE ALL ON FUNCTION skiplock._jobs_cron_next(func text, cron text, after time
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT time_wildcard boolean, OUT every_seconds bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) FROM PUBLIC;
 

@@ -35,7 +35,9 @@ const bulkBatch = 1000
 var retryCommand = bulkAction.command(retryAction,
 	"put dead (or cancelled) jobs back in the queue (jobs_retry_many)",
 	`A retried job is queued again to run now, with one more attempt allowed when it had used
-them all; its attempts and errors are kept.`)
+them all; its attempts and errors are kept. Jobs that cannot be retried are left alone, with
+a warning on stderr: on a shard, jobs whose id names another shard (created before
+jobs_set_shard), and jobs whose attempts are at the limit, 2147483647.`)
 
 var cancelCommand = bulkAction.command(cancelAction,
 	"cancel queued (or running) jobs (jobs_cancel_many)",

@@ -34,6 +34,27 @@ func TestBulkActions(t *testing.T) {
 		cli(t, db.URL, "retry", fmt.Sprint(a), "99").fails(t, exitNotFound, "none of the jobs [1 99] is dead")
 	})
 
+	// On a shard, dead jobs whose id names another shard (created before jobs_set_shard)
+	// are left alone, and the server's WARNING saying so reaches stderr.
+	t.Run("RetryLeavesJobsOfOtherShards", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		deadJob(t, db, "mail", "email", "boom") // id 1: names shard 1
+		pgtest.MustExec(t, db.Conn, "SELECT jobs_set_shard(5)")
+		r := cli(t, db.URL, "retry", "--queue", "mail", "--yes")
+		if out := r.ok(t); out != "retried 0 jobs\n" {
+			t.Fatalf("retry --yes: %q", out)
+		}
+		want := "skiplock: warning: jobs_retry_many: left 1 matching jobs alone (the lowest id 1): their ids name another shard than this one, 5\n" +
+			"skiplock: hint: A router would send their completions to another shard. Enqueue their payloads again to run them here under new ids.\n"
+		if r.stderr != want {
+			t.Fatalf("stderr %q, want %q", r.stderr, want)
+		}
+		if s := states(t, db); s != "dead" {
+			t.Fatalf("states %q, want the job left dead", s)
+		}
+	})
+
 	// The filter-wide retry of dead jobs: refused without --yes when stdin is not a
 	// terminal, counted by --dry-run, done with --yes, confirmed on a terminal.
 	t.Run("FilterWideRetryOfDeadJobs", func(t *testing.T) {

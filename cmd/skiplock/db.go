@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // dbFlags are the connection flags of every command that talks to the database.
@@ -37,6 +38,17 @@ func (d *dbFlags) connect(ctx context.Context, e *env) (*pgx.Conn, error) {
 	}
 	if d.schema != "" {
 		cfg.RuntimeParams["search_path"] = pgx.Identifier{d.schema}.Sanitize()
+	}
+	// The server's WARNINGs tell what a call left undone (jobs_retry_many leaving jobs it
+	// cannot retry, jobs_maintain skipping a step): the person running the command sees them.
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Severity != "WARNING" {
+			return
+		}
+		fmt.Fprintf(e.stderr, "skiplock: warning: %s\n", n.Message)
+		if n.Hint != "" {
+			fmt.Fprintf(e.stderr, "skiplock: hint: %s\n", n.Hint)
+		}
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()

@@ -31,7 +31,8 @@
 -- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested, and row
 --           locks on the claimed jobs (and on candidates not chosen), until the caller's
 --           transaction ends.
--- States:   queued -> running, as jobs_claim (lease_role = session_user too); appends to jobs_queue_starts and trims from it
+-- States:   queued -> running (or, at attempts 2147483647, dead), as jobs_claim (lease_role =
+--           session_user too); appends to jobs_queue_starts and trims from it
 --           the starts older than one window.
 -- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
 --           now() too. A claim whose now() is a whole window (per) behind the queue's
@@ -281,23 +282,34 @@ BEGIN
         LIMIT _jobs_claim_limited.max_jobs
     ), claimed AS (
         UPDATE jobs j
-        SET state = 'running',
-            attempts = j.attempts + 1,
-            lease_holder = _jobs_claim_limited.worker,
-            lease_role = v_login,
-            lease_expires_at = now() + _jobs_claim_limited.lease,
-            started_at = now()
+        -- A job whose attempts are at the integer limit has no attempt number (fencing token)
+        -- left: it goes dead here, with the reason in last_error, instead of raising 22003
+        -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
+        SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
+            attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
+            lease_holder = CASE WHEN j.attempts < 2147483647 THEN _jobs_claim_limited.worker ELSE j.lease_holder END,
+            lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
+            lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + _jobs_claim_limited.lease END,
+            started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
+            finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
+            last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
+            errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
+                          ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                'worker', _jobs_claim_limited.worker)) END
         -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
         WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                  j.lease_expires_at, j.created_at, j.meta
+                  j.lease_expires_at, j.created_at, j.meta, j.state
     ), logged AS (
         INSERT INTO jobs_queue_starts (queue, started_at)
         SELECT c.queue, now()
         FROM claimed c
-        WHERE c.queue = ANY (v_rate_queues)
+        WHERE c.queue = ANY (v_rate_queues) AND c.state = 'running'
     )
-    SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+    SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
+           c.lease_expires_at, c.created_at, c.meta
+    FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
 END;
 $$;
 

@@ -30,7 +30,12 @@
 --           A limited queue's jobs_queues row is locked until then too (claims of that
 --           queue take turns).
 -- States:   queued -> running; sets lease_holder = worker, lease_role = session_user,
---           lease_expires_at = now() + lease, started_at = now().
+--           lease_expires_at = now() + lease, started_at = now(). A picked job whose attempts
+--           are already at 2147483647 (the integer limit: no new fencing token left) goes
+--           queued -> dead instead, with
+--           finished_at = now(), last_error 'no attempt left: attempts is at its limit,
+--           2147483647' (also appended to errors), and is not returned; the others of the
+--           batch are claimed as usual. jobs_retry cannot give it another attempt.
 -- Time:     now() (transaction start) for readiness, the lease and started_at.
 -- Errors:   22023 when worker is NULL/empty/longer than 200 bytes, max_jobs is NULL or not
 --           in 1..10000, queues is empty, multidimensional or contains a NULL, or lease is
@@ -95,19 +100,30 @@ BEGIN
             FOR NO KEY UPDATE SKIP LOCKED
         ), claimed AS (
             UPDATE jobs j
-            SET state = 'running',
-                attempts = j.attempts + 1,
-                lease_holder = jobs_claim.worker,
-                lease_role = v_login,
-                lease_expires_at = now() + jobs_claim.lease,
-                started_at = now()
+            -- A job whose attempts are at the integer limit has no attempt number (fencing token)
+            -- left: it goes dead here, with the reason in last_error, instead of raising 22003
+            -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
+            SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
+                attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
+                lease_holder = CASE WHEN j.attempts < 2147483647 THEN jobs_claim.worker ELSE j.lease_holder END,
+                lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
+                lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + jobs_claim.lease END,
+                started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
+                finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
+                last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
+                errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
+                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                    'worker', jobs_claim.worker)) END
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at, j.meta
+                      j.lease_expires_at, j.created_at, j.meta, j.state
         )
-        SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+        SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
+               c.lease_expires_at, c.created_at, c.meta
+        FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
     ELSE
         -- Several or all queues: take the best max_jobs of each queue (each an ordered scan of
         -- jobs_ready_idx), then the best max_jobs of those. For all queues the queue names come
@@ -144,19 +160,30 @@ BEGIN
             LIMIT jobs_claim.max_jobs
         ), claimed AS (
             UPDATE jobs j
-            SET state = 'running',
-                attempts = j.attempts + 1,
-                lease_holder = jobs_claim.worker,
-                lease_role = v_login,
-                lease_expires_at = now() + jobs_claim.lease,
-                started_at = now()
+            -- A job whose attempts are at the integer limit has no attempt number (fencing token)
+            -- left: it goes dead here, with the reason in last_error, instead of raising 22003
+            -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
+            SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
+                attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
+                lease_holder = CASE WHEN j.attempts < 2147483647 THEN jobs_claim.worker ELSE j.lease_holder END,
+                lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
+                lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + jobs_claim.lease END,
+                started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
+                finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
+                last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
+                errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
+                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
+                                                                                    'worker', jobs_claim.worker)) END
             -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
             -- with picked may be planned as a hash join over a scan of the whole table.
             WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
             RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at, j.meta
+                      j.lease_expires_at, j.created_at, j.meta, j.state
         )
-        SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+        SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
+               c.lease_expires_at, c.created_at, c.meta
+        FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
     END IF;
 END;
 $$;

@@ -12,6 +12,12 @@
 --           waits for it, and leaves the job if it commits). NOTIFYs jobs_ready once per queue
 --           that got jobs back.
 --           To retry everything that matches, call it until it returns 0 (docs/sql-api.md).
+--           Jobs jobs_retry refuses (55000) are left alone and not counted, so a call never
+--           fails for one of them and a drain loop ends: on a shard, jobs whose id does not
+--           carry the shard number (created before jobs_set_shard; a router would send their
+--           completion elsewhere), and jobs whose attempts are at 2147483647. A call that
+--           picks fewer than max_jobs (the last of a drain loop) reports them: a WARNING for
+--           each kind, with how many match the filters and the lowest such id.
 -- Safe while workers run: rows are taken FOR NO KEY UPDATE SKIP LOCKED, so the call never
 --           waits for a row lock: it cannot deadlock with claims, completions, jobs_prune,
 --           jobs_maintain or another bulk action, and a row locked by someone else is left
@@ -31,6 +37,8 @@
 --           Planned for each call's arguments (plan_cache_mode = force_custom_plan), so a
 --           NULL filter costs nothing. Jobs without a key take one UPDATE, keyed jobs one
 --           more; only when another transaction holds one of their keys, one UPDATE each.
+--           A call that picks fewer than max_jobs reads the matching jobs once more, for its
+--           WARNINGs.
 -- Locks:    the retried rows, until the caller's transaction ends.
 -- States:   dead -> queued, cancelled -> queued; finished_at cleared.
 -- Time:     now() (transaction start).
@@ -70,6 +78,11 @@ DECLARE
     v_chunk_queues text[];
     v_failed       boolean;
     v_lock_timeout text;
+    v_shard        integer;
+    v_strays       bigint;
+    v_first_stray  bigint;
+    v_maxed        bigint;
+    v_first_maxed  bigint;
 BEGIN
     PERFORM _jobs_check_bulk_args('jobs_retry_many', jobs_retry_many.states, '{dead, cancelled}',
                                   jobs_retry_many.max_jobs);
@@ -89,8 +102,39 @@ BEGIN
                   WHERE l.queue = j.queue
                     AND l.unique_key = j.unique_key
                     AND l.state IN ('queued', 'running')))
+          -- What jobs_retry refuses: an id a router would send elsewhere, no attempt left.
+          -- (The shard is read in this statement, whose snapshot is taken once it holds its
+          -- lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
+          AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
+          AND j.attempts < 2147483647
         LIMIT jobs_retry_many.max_jobs
         FOR NO KEY UPDATE SKIP LOCKED);
+
+    -- Reported on the last call of a drain loop only: earlier calls would repeat it, and
+    -- this reads every matching job (as the pick of such a call does anyway).
+    IF cardinality(v_picked) < jobs_retry_many.max_jobs THEN
+        v_shard := (SELECT s.shard FROM jobs_settings s);
+        SELECT count(*) FILTER (WHERE v_shard IS NOT NULL AND j.id % 1024 <> v_shard),
+               min(j.id) FILTER (WHERE v_shard IS NOT NULL AND j.id % 1024 <> v_shard),
+               count(*) FILTER (WHERE j.attempts >= 2147483647),
+               min(j.id) FILTER (WHERE j.attempts >= 2147483647)
+        INTO v_strays, v_first_stray, v_maxed, v_first_maxed
+        FROM jobs j
+        WHERE j.state IN ('dead', 'cancelled')
+          AND j.state = ANY (jobs_retry_many.states)
+          AND (jobs_retry_many.ids IS NULL OR j.id = ANY (jobs_retry_many.ids))
+          AND (jobs_retry_many.queue IS NULL OR j.queue = jobs_retry_many.queue)
+          AND (jobs_retry_many.kind IS NULL OR j.kind = jobs_retry_many.kind)
+          AND ((v_shard IS NOT NULL AND j.id % 1024 <> v_shard) OR j.attempts >= 2147483647);
+        IF v_strays > 0 THEN
+            RAISE WARNING 'jobs_retry_many: left % matching jobs alone (the lowest id %): their ids name another shard than this one, %', v_strays, v_first_stray, v_shard
+                USING HINT = 'A router would send their completions to another shard. Enqueue their payloads again to run them here under new ids.';
+        END IF;
+        IF v_maxed > 0 THEN
+            RAISE WARNING 'jobs_retry_many: left % matching jobs alone (the lowest id %): no attempt left, attempts is at its limit, 2147483647', v_maxed, v_first_maxed
+                USING HINT = 'Enqueue their payloads again to run them under new ids.';
+        END IF;
+    END IF;
 
     -- Jobs without a key: one update (through jobs_pkey).
     WITH retried AS (

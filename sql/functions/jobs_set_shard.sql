@@ -15,7 +15,11 @@
 --           Refuses (55000) while the database holds queued or running jobs whose id does not
 --           carry the shard number, because a router could not reach them: finish, cancel or
 --           delete them first. Finished jobs with such ids stay readable on this database
---           directly (their id may point a router elsewhere).
+--           directly (their id may point a router elsewhere), and stay finished: jobs_retry
+--           refuses them (55000) and jobs_retry_many leaves them alone, so from the commit on
+--           every queued or running job carries the shard number. No other path brings a
+--           finished job back, and running -> queued (fail, snooze, expired lease) keeps the
+--           id.
 -- Locks:    jobs in ACCESS EXCLUSIVE mode until the transaction ends (ALTER TABLE of the
 --           identity column): enqueues and claims wait for it. Run it at set-up, not under load.
 -- States:   none of the jobs.

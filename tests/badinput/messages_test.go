@@ -2,8 +2,13 @@ package badinput
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/skiplock/skiplock/tests/internal/jobstest"
 )
@@ -210,5 +215,82 @@ func TestInvalidArgumentMessages(t *testing.T) {
 			}
 			f.unchanged(t, conn, tc.sql)
 		})
+	}
+}
+
+// TestRetryRefusalMessages pins the wording of what jobs_retry refuses (55000) and
+// jobs_retry_many leaves alone (a WARNING): a job whose attempts are at the integer limit,
+// and on a shard a job whose id names another shard.
+func TestRetryRefusalMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg, err := pgx.ParseConfig(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		warnings []string
+	)
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Severity == "WARNING" {
+			mu.Lock()
+			defer mu.Unlock()
+			warnings = append(warnings, n.Message+" HINT: "+n.Hint)
+		}
+	}
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.WithoutCancel(t.Context())) })
+
+	// Jobs 1 and 2 (ids of shards 1 and 2) cancelled before the database becomes shard 3;
+	// job 1 also at the attempts limit.
+	for _, sql := range []string{
+		"SELECT jobs_enqueue('k')",
+		"SELECT jobs_enqueue('k')",
+		"SELECT jobs_cancel(1)",
+		"SELECT jobs_cancel(2)",
+		"UPDATE jobs SET attempts = 2147483647, max_attempts = 2147483647 WHERE id = 1",
+		"SELECT jobs_set_shard(3)",
+	} {
+		mustCall(t, conn, sql)
+	}
+	for _, tc := range []struct{ sql, message, hint string }{
+		{"SELECT jobs_retry(2)", "jobs_retry: job 2 cannot be queued again on shard 3: its id names shard 2",
+			"A router would send its completion to another shard. Enqueue its payload again to run it here under a new id."},
+		// The shard comes first: the job could not be retried here at any attempt count.
+		{"SELECT jobs_retry(1)", "jobs_retry: job 1 cannot be queued again on shard 3: its id names shard 1",
+			"A router would send its completion to another shard. Enqueue its payload again to run it here under a new id."},
+	} {
+		_, err := call(t.Context(), conn, tc.sql)
+		pgErr := asPgError(err)
+		if pgErr == nil || pgErr.Code != "55000" || pgErr.Message != tc.message || pgErr.Hint != tc.hint {
+			t.Errorf("%s: %v, want SQLSTATE 55000 %q with the hint %q", tc.sql, err, tc.message, tc.hint)
+		}
+	}
+	mustCall(t, conn, "SELECT jobs_retry_many(states => '{cancelled}')")
+	mu.Lock()
+	got := append([]string(nil), warnings...)
+	mu.Unlock()
+	want := []string{
+		"jobs_retry_many: left 2 matching jobs alone (the lowest id 1): their ids name another shard than this one, 3" +
+			" HINT: A router would send their completions to another shard. Enqueue their payloads again to run them here under new ids.",
+		"jobs_retry_many: left 1 matching jobs alone (the lowest id 1): no attempt left, attempts is at its limit, 2147483647" +
+			" HINT: Enqueue their payloads again to run them under new ids.",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("jobs_retry_many warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The attempts message needs a job of this shard.
+	id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k')")
+	mustCall(t, conn, "SELECT jobs_cancel($1)", id)
+	mustCall(t, conn, "UPDATE jobs SET attempts = 2147483647 WHERE id = $1", id)
+	_, err = call(t.Context(), conn, "SELECT jobs_retry($1)", id)
+	wantMsg := "jobs_retry: job " + strconv.FormatInt(id, 10) + " has no attempt left: attempts is at its limit, 2147483647"
+	if pgErr := asPgError(err); pgErr == nil || pgErr.Code != "55000" || pgErr.Message != wantMsg ||
+		pgErr.Hint != "Enqueue its payload again to run it under a new id." {
+		t.Errorf("jobs_retry of a job at the attempts limit: %v, want SQLSTATE 55000 %q", err, wantMsg)
 	}
 }

@@ -68,3 +68,50 @@ func TestSetShard(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryKeepsTheShard: jobs_set_shard's promise (every queued or running job's id names
+// this shard) holds after it too: jobs_retry refuses a finished job created before the
+// shard number was set, whose id names another shard (a router would send its completion
+// there, and the job would run until dead again), and jobs_retry_many leaves such jobs
+// alone with a WARNING; jobs whose id names this shard are retried as usual.
+func TestRetryKeepsTheShard(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dead := enqueue(t, b.Conn, "queue => 'a', max_attempts => 1") // id 1: names shard 1
+	j := claimOne(t, b.Conn, "w", "a", "1 minute")
+	mustExec(t, b.Conn, "SELECT jobs_fail($1, $2, 'boom')", dead, j.Attempt)
+	cancelled := enqueue(t, b.Conn, "queue => 'a'") // id 2: names shard 2
+	mustExec(t, b.Conn, "SELECT jobs_cancel($1)", cancelled)
+
+	mustExec(t, b.Conn, "SELECT jobs_set_shard(5)")
+	routable := enqueue(t, b.Conn, "queue => 'a', max_attempts => 1")
+	j = claimOne(t, b.Conn, "w", "a", "1 minute")
+	mustExec(t, b.Conn, "SELECT jobs_fail($1, $2, 'boom')", routable, j.Attempt)
+
+	for _, id := range []int64{dead, cancelled} {
+		_, err := b.Conn.Exec(t.Context(), "SELECT jobs_retry($1)", id)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "55000" {
+			t.Errorf("jobs_retry(%d) on shard 5: err = %v, want SQLSTATE 55000", id, err)
+		}
+	}
+	if !queryOne[bool](t, b.Conn, "SELECT jobs_retry($1)", routable) {
+		t.Fatalf("jobs_retry(%d), a job of shard 5, returned false", routable)
+	}
+
+	conn, warnings := connectWithWarnings(t, b)
+	for _, call := range []string{
+		"SELECT jobs_retry_many(states => '{dead, cancelled}')",
+		"SELECT jobs_retry_many(ids => ARRAY[1, 2], states => '{dead, cancelled}')",
+	} {
+		if n := queryOne[int32](t, conn, call); n != 0 {
+			t.Errorf("%s = %d, want 0", call, n)
+		}
+	}
+	if w := warnings(); len(w) != 2 || !containsAll(w[0], "left 2 matching jobs alone (the lowest id 1)", "another shard than this one, 5") {
+		t.Errorf("jobs_retry_many warnings %q, want one per call naming 2 jobs of other shards", w)
+	}
+	if got := queryOne[string](t, b.Conn, "SELECT string_agg(id || ':' || state, ' ' ORDER BY id) FROM jobs WHERE id % 1024 <> 5"); got != "1:dead 2:cancelled" {
+		t.Errorf("jobs of other shards after the retries: %s, want 1:dead 2:cancelled", got)
+	}
+}

@@ -1,8 +1,11 @@
 -- jobs_fail: records a failed attempt and schedules the retry, if the caller still holds the job.
 --
 -- Promises: fenced like jobs_complete: acts only when the job is running at exactly this
---           attempt under a lease the caller's login took, else returns NULL and changes nothing. Sets last_error and appends
---           {"attempt", "at", "error", "worker"} to the errors history. When attempts has
+--           attempt under a lease the caller's login took, else returns NULL and changes
+--           nothing. Sets last_error and appends {"attempt", "at", "error", "worker"} to the
+--           errors history, which keeps its
+--           newest 100 entries (_jobs_errors_append: bounded, so a job failing forever
+--           never reaches jsonb's size limit). When attempts has
 --           reached max_attempts the job becomes dead; otherwise it is queued again at
 --           retry_at, or when retry_at is NULL at now() + jobs_backoff(attempt). Returns the
 --           job's new state ('queued' or 'dead'). A retry that is ready at once NOTIFYs
@@ -50,9 +53,9 @@ BEGIN
         lease_expires_at = NULL,
         lease_role = NULL,
         last_error = left(jobs_fail.error, 10000),
-        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                'error', left(jobs_fail.error, 10000),
-                                                'worker', j.lease_holder)
+        errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                  'error', left(jobs_fail.error, 10000),
+                                                                  'worker', j.lease_holder))
     WHERE j.id = jobs_fail.id
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt

@@ -5,7 +5,9 @@
 --           The job goes back to queued at run_at. attempts is never lowered, because the
 --           attempt number is the fencing token and must not be handed out twice; instead
 --           max_attempts is raised by one (saturating at 2147483647), so the snoozed attempt
---           does not count against the job's budget. A job that is ready at once NOTIFYs
+--           does not count against the job's budget. (A job snoozed at attempt 2147483647,
+--           the integer limit, has no attempt number left: its next claim moves it to dead,
+--           see jobs_claim.) A job that is ready at once NOTIFYs
 --           jobs_ready at commit, and so does any snooze of a job whose queue has a
 --           concurrency limit (its slot came back).
 -- Locks:    the job's row, until the caller's transaction ends.
