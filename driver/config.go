@@ -228,6 +228,8 @@ func (c *Config) validate() (*Config, error) {
 		switch {
 		case name == "" || len(name) > 200:
 			return nil, invalid(field, "queue name must be 1 to 200 bytes, got %d", len(name))
+		case storableTextError(name) != "":
+			return nil, invalid(field, "queue name %s", storableTextError(name))
 		case q.Slots < 0:
 			return nil, invalid(field+".Slots", "must not be negative, got %d", q.Slots)
 		case q.BatchSize < 0 || q.BatchSize > BatchSizeMax:
@@ -250,6 +252,9 @@ func (c *Config) validate() (*Config, error) {
 	}
 	if len(cfg.ID) > 200 {
 		return nil, invalid("ID", "must be at most 200 bytes, got %d", len(cfg.ID))
+	}
+	if problem := storableTextError(cfg.ID); problem != "" {
+		return nil, invalid("ID", "%s", problem)
 	}
 	if cfg.ID == "" {
 		cfg.ID = defaultID()
@@ -334,11 +339,10 @@ func durationField(d *time.Duration, def time.Duration, disable bool, least time
 
 func defaultID() string {
 	host, err := os.Hostname()
+	// The ID is a text parameter of jobs_claim: a hostname is only bytes to the kernel.
+	host = cutText(storableText(host), 150)
 	if err != nil || host == "" {
 		host = "unknown"
-	}
-	if len(host) > 150 {
-		host = host[:150]
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)

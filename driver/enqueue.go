@@ -262,6 +262,16 @@ func enqueueArgs(kind string, payload any, opts *EnqueueOpts, prefix string) (en
 	if kind == "" {
 		return a, invalid("Kind", "must not be empty")
 	}
+	// Text the server would refuse (SQLSTATE 22021) is named here, as the SQL names its
+	// parameters; json.Marshal already makes Payload and Meta valid UTF-8.
+	for _, f := range []struct{ field, value string }{
+		{"Kind", kind}, {"EnqueueOpts.Queue", opts.Queue},
+		{"EnqueueOpts.UniqueKey", opts.UniqueKey}, {"EnqueueOpts.ConcurrencyKey", opts.ConcurrencyKey},
+	} {
+		if problem := storableTextError(f.value); problem != "" {
+			return a, invalid(f.field, "%s", problem)
+		}
+	}
 	if payload == nil {
 		a.payload = json.RawMessage("{}")
 	} else {
