@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +41,21 @@ class Job:
     lease_expires_at: datetime
     meta: Any = None
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+
+
+# A lone surrogate: what Python decodes an undecodable byte to (errors="surrogateescape", as
+# os.fsdecode and sys.stderr do), and what UTF-8 cannot encode.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """``text`` as PostgreSQL accepts a text parameter: lone surrogates (undecodable bytes)
+    become U+FFFD and NUL characters are dropped, as the Go driver does. fail and cancel
+    pass the error through it, so a traceback holding either is recorded rather than
+    refused (psycopg raises before sending, and the job would wait out its lease)."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return _SURROGATE.sub("\ufffd", text)
 
 
 _JOB_FIELDS = frozenset(f for f in Job.__dataclass_fields__ if f != "cancelled")
@@ -285,7 +301,7 @@ class Client:
         args = [
             _Arg("id", id, "bigint"),
             _Arg("attempt", attempt, "integer"),
-            _Arg("error", error, "text"),
+            _Arg("error", storable_text(error) if isinstance(error, str) else error, "text"),
             _Arg("retry_at", retry_at, "timestamptz"),
         ]
         state = self._call("jobs_fail", args, conn, scalar=True, many=False)
@@ -331,6 +347,8 @@ class Client:
         fail. True when the job was cancelled."""
         if (attempt is None) != (error is None):
             raise ValueError("cancel: give both attempt and error (worker's form) or neither (operator's form)")
+        if isinstance(error, str):
+            error = storable_text(error)
         args = [_Arg("id", id, "bigint"), _Arg("attempt", attempt, "integer"), _Arg("error", error, "text")]
         return bool(self._call("jobs_cancel", args, conn, scalar=True, many=False))
 

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 import psycopg
 
-from .client import Client, Job
+from .client import Client, Job, storable_text
 from .results import Cancel, RetryAt, Snooze
 
 log = logging.getLogger("skiplock.worker")
@@ -148,7 +148,8 @@ class Worker:
                 raise ValueError(f"Worker: queues[{q!r}] must be at least 1 slot")
         if not self.handlers:
             raise ValueError("Worker: handlers must name at least one kind")
-        self.name = name or f"{socket.gethostname()}-{os.getpid()}-py"
+        # The name is a text parameter of jobs_claim; a hostname is only bytes to the kernel.
+        self.name = name or f"{storable_text(socket.gethostname())}-{os.getpid()}-py"
         self.lease = timedelta(seconds=_seconds(lease))
         if self.lease <= timedelta(0):
             raise ValueError("Worker: lease must be positive")

@@ -172,3 +172,28 @@ def test_graceful_shutdown_loses_nothing(client, conn, queue):
     finally:
         w2.stop(wait=True)
     assert set(ran) == set(ids) and set(ran.values()) == {1}
+
+
+def test_unstorable_error_text_is_recorded(client, conn, queue):
+    # A traceback holding NUL and an undecodable byte (a lone surrogate, as os.fsdecode
+    # gives): psycopg refuses both, so unsanitised the outcome was lost until the lease expired.
+    def fail(job):
+        raise ValueError("bad \x00 byte \udcff")
+
+    def give_up(job):
+        raise skiplock.Cancel("gave up on \x00 \udcff")
+
+    failed = client.enqueue("fail", queue=queue, max_attempts=1)
+    cancelled = client.enqueue("give_up", queue=queue, max_attempts=5)
+    w = skiplock.Worker(client, {"fail": fail, "give_up": give_up}, {queue: 2}, lease=60,
+                        poll_interval=0.05, maintain_interval=None).start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"dead": 1, "cancelled": 1}, 10, "both outcomes recorded")
+    finally:
+        w.stop(wait=True)
+    row = client.get(failed)
+    assert row["attempts"] == 1
+    assert "ValueError: bad  byte \ufffd" in row["last_error"] and "\x00" not in row["last_error"]
+    row = client.get(cancelled)
+    assert row["attempts"] == 1 and row["last_error"] == "gave up on  \ufffd"
+    assert w.stats.failed == 1 and w.stats.cancelled == 1
