@@ -8,6 +8,21 @@ import { wrapError } from './errors.js';
 // Interval arguments are given in milliseconds.
 const interval = (n) => `make_interval(secs => $${n}::float8 / 1000)`;
 
+/**
+ * storableText returns text as PostgreSQL accepts a text parameter, as the Go driver does:
+ * NUL characters dropped (the server refuses them with 22021, a permanent error, and the
+ * job's outcome would wait out its lease) and lone surrogates made U+FFFD (pg would encode
+ * them so anyway). fail and cancel pass the error through it; anything but a string is
+ * returned as it is.
+ */
+export function storableText(text) {
+  if (typeof text !== 'string') return text;
+  return text.replaceAll('\0', '').toWellFormed();
+}
+
+// errorText is the text recorded for error: an Error's stack (or its string), else error.
+const errorText = (error) => storableText(error instanceof Error ? (error.stack ?? String(error)) : error);
+
 const toId = (v) => (v === null || v === undefined ? v : Number(v));
 
 function jobFromRow(r) {
@@ -168,8 +183,7 @@ export class Client {
    * ('queued' or 'dead'), or null when the caller no longer holds the job.
    */
   async fail(id, attempt, error, { retryAt } = {}, { db } = {}) {
-    const text = error instanceof Error ? (error.stack ?? String(error)) : error;
-    const a = new Args().add('id', id).add('attempt', attempt).add('error', text)
+    const a = new Args().add('id', id).add('attempt', attempt).add('error', errorText(error))
       .add('retry_at', retryAt, (n) => `$${n}::timestamptz`);
     const res = await this.call('jobs_fail', `SELECT jobs_fail(${a})::text AS state`, a.values, db);
     return res.rows[0].state;
@@ -209,7 +223,7 @@ export class Client {
   async cancel(id, { attempt, error } = {}, { db } = {}) {
     const a = new Args().add('id', id);
     if (attempt !== undefined || error !== undefined) {
-      a.add('attempt', attempt ?? null).add('error', error instanceof Error ? (error.stack ?? String(error)) : (error ?? null));
+      a.add('attempt', attempt ?? null).add('error', errorText(error ?? null));
     }
     const res = await this.call('jobs_cancel', `SELECT jobs_cancel(${a}) AS ok`, a.values, db);
     return res.rows[0].ok;

@@ -18,7 +18,7 @@
 
 import os from 'node:os';
 import pg from 'pg';
-import { Client } from './client.js';
+import { Client, storableText } from './client.js';
 import {
   Cancel, JobNotHeldError, JobTimeoutError, RetryAt, ShutdownError, Snooze,
 } from './errors.js';
@@ -106,7 +106,8 @@ export class Worker {
     for (const [q, n] of Object.entries(this.queues)) {
       if (!Number.isInteger(n) || n < 1) throw new RangeError(`skiplock: queues.${q} must be a positive integer of slots`);
     }
-    this.name = options.name ?? `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+    // The name is a text parameter of jobs_claim; a hostname is only bytes to the kernel.
+    this.name = options.name ?? `${storableText(os.hostname())}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
     this.lease = options.lease ?? LEASE_DEFAULT;
     this.heartbeatInterval = options.heartbeatInterval ?? Math.floor(this.lease / 3);
     this.timeout = options.timeout ?? JOB_TIMEOUT_DEFAULT;

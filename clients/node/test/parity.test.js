@@ -2,7 +2,7 @@
 // a test named after its row.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvalidArgumentError, Worker } from '../src/index.js';
+import { Cancel, InvalidArgumentError, Worker } from '../src/index.js';
 import {
   newClient, newConn, queueName, recordingLogger, short, sleep, statesOf, waitFor,
 } from './helpers.js';
@@ -284,4 +284,42 @@ test('graceful_shutdown_loses_nothing', async (t) => {
   await second.stop();
   assert.equal(finished.size + again.size, n);
   for (const id of ids) assert.ok(finished.has(id) !== again.has(id));
+});
+
+test('unstorable_error_text_is_recorded', async (t) => {
+  // A stack holding NUL (which the server refuses) and a lone surrogate: unsanitised, the
+  // outcome was lost until the lease expired.
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('unstorable');
+  const failed = await client.enqueue('fail', {}, { queue, maxAttempts: 1 });
+  const cancelled = await client.enqueue('giveUp', {}, { queue, maxAttempts: 5 });
+  const worker = new Worker(client, {
+    queues: { [queue]: 2 },
+    handleSignals: false,
+    lease: 60000,
+    pollInterval: 50,
+    maintainInterval: -1,
+    handlers: {
+      fail: async () => { throw new Error('bad \0 byte \uD800'); },
+      giveUp: async () => { throw new Cancel('gave up on \0 \uD800'); },
+    },
+  });
+  worker.start();
+  try {
+    await waitFor('both outcomes recorded', async () => {
+      const s = await statesOf(conn, queue);
+      return s.dead === 1 && s.cancelled === 1;
+    });
+  } finally {
+    await worker.stop();
+  }
+  const f = await client.get(failed);
+  assert.equal(f.attempts, 1);
+  assert.ok(f.lastError.startsWith('Error: bad  byte \uFFFD\n'), f.lastError);
+  const c = await client.get(cancelled);
+  assert.equal(c.attempts, 1);
+  assert.ok(c.lastError.includes('gave up on  \uFFFD'), c.lastError);
+  assert.equal(worker.stats.failed, 1);
+  assert.equal(worker.stats.cancelled, 1);
 });
