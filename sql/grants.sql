@@ -61,6 +61,7 @@ BEGIN
                to_regprocedure(format('%I.%s', current_schema(), f.signature)) AS oid
         FROM (VALUES
             ('_jobs_invalid(text, text, text)',                                                        '{}'),
+            ('_jobs_errors_append(jsonb, jsonb)',                                                      '{}'),
             ('_jobs_check_fence_arrays(text, bigint[], integer[])',                                     '{}'),
             ('_jobs_completion_deletes()',                                                              '{}'),
             ('jobs_backoff(integer)',                                                                   '{jobs_worker, jobs_admin}'),

@@ -770,6 +770,22 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) IS 'skiplock (private): raises 22023 naming timezone unless PostgreSQL knows the zone.';
 
+CREATE FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $_$
+    SELECT CASE
+        WHEN jsonb_array_length(_jobs_errors_append.errors) < 100
+            THEN _jobs_errors_append.errors || jsonb_build_array(_jobs_errors_append.entry)
+        -- the first, the newest 98 already there, and the new one: 100
+        ELSE jsonb_build_array(_jobs_errors_append.errors -> 0)
+             || jsonb_path_query_array(_jobs_errors_append.errors, '$[last - 97 to last]')
+             || jsonb_build_array(_jobs_errors_append.entry)
+    END;
+$_$;
+
+COMMENT ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) IS 'skiplock (private): appends an entry to a job''s errors history, keeping the first entry and the newest 99.';
+
 CREATE FUNCTION skiplock._jobs_invalid(func text, param text, problem text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
@@ -869,9 +885,9 @@ BEGIN
         finished_at = now(),
         lease_expires_at = NULL,
         last_error = left(jobs_cancel.error, 10000),
-        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                'error', left(jobs_cancel.error, 10000),
-                                                'worker', j.lease_holder)
+        errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                  'error', left(jobs_cancel.error, 10000),
+                                                                  'worker', j.lease_holder))
     WHERE j.id = jobs_cancel.id
       AND j.state = 'running'
       AND j.attempts = jobs_cancel.attempt
@@ -1649,9 +1665,9 @@ BEGIN
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
         lease_expires_at = NULL,
         last_error = left(jobs_fail.error, 10000),
-        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                'error', left(jobs_fail.error, 10000),
-                                                'worker', j.lease_holder)
+        errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                  'error', left(jobs_fail.error, 10000),
+                                                                  'worker', j.lease_holder))
     WHERE j.id = jobs_fail.id
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt
@@ -2338,12 +2354,12 @@ BEGIN
             last_error = format('lease expired at %s (held by %s, attempt %s)',
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
-            errors = j.errors || jsonb_build_object(
+            errors = _jobs_errors_append(j.errors, jsonb_build_object(
                 'attempt', j.attempts, 'at', now(),
                 'error', format('lease expired at %s (held by %s, attempt %s)',
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
-                'worker', j.lease_holder),
+                'worker', j.lease_holder)),
             lease_expires_at = NULL
         -- Through jobs_pkey; a join with expired may be planned as a scan of the whole table.
         WHERE j.id = ANY (ARRAY(SELECT expired.id FROM expired))
@@ -3141,6 +3157,8 @@ REVOKE ALL ON FUNCTION skiplock._jobs_cron_next(func text, cron text, after time
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minutes integer[], OUT hours integer[], OUT doms integer[], OUT months integer[], OUT dows integer[], OUT dom_restricted boolean, OUT dow_restricted boolean, OUT time_wildcard boolean, OUT every_seconds bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) FROM PUBLIC;
 

@@ -59,7 +59,8 @@ COMMENT ON FUNCTION jobs_cancel(bigint) IS
 --           attempt, else returns false and changes nothing. The job becomes cancelled (no
 --           further attempts; jobs_retry can bring it back) and true is returned. Sets
 --           last_error and appends {"attempt", "at", "error", "worker"} to the errors
---           history, as jobs_fail does. error is stored up to its first 10000 characters.
+--           history, as jobs_fail does (capped by _jobs_errors_append). error is stored up to
+--           its first 10000 characters.
 --           NOTIFYs jobs_ready at commit when the job's queue has a concurrency limit.
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> cancelled; finished_at = now(), lease cleared.
@@ -90,9 +91,9 @@ BEGIN
         finished_at = now(),
         lease_expires_at = NULL,
         last_error = left(jobs_cancel.error, 10000),
-        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                'error', left(jobs_cancel.error, 10000),
-                                                'worker', j.lease_holder)
+        errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                  'error', left(jobs_cancel.error, 10000),
+                                                                  'worker', j.lease_holder))
     WHERE j.id = jobs_cancel.id
       AND j.state = 'running'
       AND j.attempts = jobs_cancel.attempt

@@ -2,7 +2,8 @@
 --
 -- Promises: fenced like jobs_complete: acts only when the job is running at exactly this
 --           attempt, else returns NULL and changes nothing. Sets last_error and appends
---           {"attempt", "at", "error", "worker"} to the errors history. When attempts has
+--           {"attempt", "at", "error", "worker"} to the errors history (_jobs_errors_append:
+--           the first entry and the newest 99 are kept). When attempts has
 --           reached max_attempts the job becomes dead; otherwise it is queued again at
 --           retry_at, or when retry_at is NULL at now() + jobs_backoff(attempt). Returns the
 --           job's new state ('queued' or 'dead'). A retry that is ready at once NOTIFYs
@@ -45,9 +46,9 @@ BEGIN
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
         lease_expires_at = NULL,
         last_error = left(jobs_fail.error, 10000),
-        errors = j.errors || jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                'error', left(jobs_fail.error, 10000),
-                                                'worker', j.lease_holder)
+        errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                  'error', left(jobs_fail.error, 10000),
+                                                                  'worker', j.lease_holder))
     WHERE j.id = jobs_fail.id
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt

@@ -3,7 +3,8 @@
 -- Promises: every running job with lease_expires_at < now() goes back to queued, ready at
 --           once, or to dead when its attempts have reached max_attempts. last_error says
 --           the lease expired (when, in UTC, whatever the session's TimeZone) and who held
---           it, and the errors history gets the same entry.
+--           it, and the errors history gets the same entry (_jobs_errors_append: the first
+--           entry and the newest 99 are kept).
 --           The expired attempt stays counted, so the next claim gets a new fencing token
 --           and the old holder's complete/fail/heartbeat are refused. Safe to call from many
 --           sessions at once: rows another session is changing are skipped (SKIP LOCKED),
@@ -41,12 +42,12 @@ BEGIN
             last_error = format('lease expired at %s (held by %s, attempt %s)',
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
-            errors = j.errors || jsonb_build_object(
+            errors = _jobs_errors_append(j.errors, jsonb_build_object(
                 'attempt', j.attempts, 'at', now(),
                 'error', format('lease expired at %s (held by %s, attempt %s)',
                                 to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                                 j.lease_holder, j.attempts),
-                'worker', j.lease_holder),
+                'worker', j.lease_holder)),
             lease_expires_at = NULL
         -- Through jobs_pkey; a join with expired may be planned as a scan of the whole table.
         WHERE j.id = ANY (ARRAY(SELECT expired.id FROM expired))
