@@ -13,7 +13,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from .errors import translate
+from .errors import InvalidArgument, translate
 
 Lease = timedelta | str
 
@@ -56,6 +56,28 @@ def storable_text(text: str) -> str:
     if "\x00" in text:
         text = text.replace("\x00", "")
     return _SURROGATE.sub("\ufffd", text)
+
+
+def _unstorable(text: str) -> str | None:
+    """Why PostgreSQL would refuse text as a text parameter, or None when it would not."""
+    if "\x00" in text:
+        return "must not contain NUL"
+    if _SURROGATE.search(text):
+        return "must be valid UTF-8 (it holds a lone surrogate, an undecodable byte)"
+    return None
+
+
+def _check_storable(function: str, args: Sequence["_Arg"]) -> None:
+    """Raises InvalidArgument for a text argument (or element of a text array) that
+    PostgreSQL would refuse, named as the SQL functions name a bad parameter (``kinds[2]``
+    for the second element); psycopg would raise a DataError or UnicodeEncodeError."""
+    for a in args:
+        values = [(a.name, a.value)] if isinstance(a.value, str) else (
+            [(f"{a.name}[{i}]", v) for i, v in enumerate(a.value, 1)] if isinstance(a.value, list) else [])
+        for name, v in values:
+            problem = _unstorable(v) if isinstance(v, str) else None
+            if problem:
+                raise InvalidArgument(name, f"{function}: {name} {problem}")
 
 
 _JOB_FIELDS = frozenset(f for f in Job.__dataclass_fields__ if f != "cancelled")
@@ -198,6 +220,7 @@ class Client:
     def _call(self, function: str, args: Sequence[_Arg], conn: psycopg.Connection | None,
               *, scalar: bool, many: bool) -> Any:
         given = [a for a in args if a.value is not None]
+        _check_storable(function, given)
         call = f"{function}({', '.join(f'{a.name} => {a.sql}' for a in given)})"
         sql = f"SELECT {call}" if scalar else f"SELECT * FROM {call}"
         params = {a.name: a.value for a in given}
