@@ -3,7 +3,7 @@
 // (documented in docs/sql-api.md) apply.
 
 import pg from 'pg';
-import { wrapError } from './errors.js';
+import { InvalidArgumentError, wrapError } from './errors.js';
 
 // Interval arguments are given in milliseconds.
 const interval = (n) => `make_interval(secs => $${n}::float8 / 1000)`;
@@ -43,6 +43,26 @@ function jobFromRow(r) {
 
 // Args builds a named-argument list: add(name, value, expr) appends `name => expr($n)` only
 // when value is not undefined.
+// unstorable says why PostgreSQL would refuse (NUL) or pg would silently change (a lone
+// surrogate, encoded as U+FFFD) text, or returns null.
+function unstorable(text) {
+  if (text.includes('\0')) return 'must not contain NUL';
+  if (!text.isWellFormed()) return 'must be well-formed UTF-16 (it holds a lone surrogate)';
+  return null;
+}
+
+// checkStorable throws InvalidArgumentError for a text argument, or an element of a text
+// array, that unstorable refuses, named as the SQL functions name a bad parameter (kinds[2]
+// for the second element).
+function checkStorable(name, value) {
+  const items = typeof value === 'string' ? [[name, value]]
+    : Array.isArray(value) ? value.map((v, i) => [`${name}[${i + 1}]`, v]) : [];
+  for (const [param, v] of items) {
+    const problem = typeof v === 'string' ? unstorable(v) : null;
+    if (problem) throw new InvalidArgumentError(`skiplock: ${param} ${problem}`, param);
+  }
+}
+
 class Args {
   constructor() {
     this.parts = [];
@@ -50,6 +70,7 @@ class Args {
   }
   add(name, value, expr = (n) => `$${n}`) {
     if (value === undefined) return this;
+    checkStorable(name, value);
     this.values.push(value);
     this.parts.push(`${name} => ${expr(this.values.length)}`);
     return this;
