@@ -255,7 +255,8 @@ mv "$out.tmp" "$out"
 		id := enqueue(t, db, "k", `{}`, "q", 5)
 		w := startWork(t, db.URL, "--queue", "q", "--exec", sh, "--lease", "1m")
 		j := waitJob(t, db, id, "failed", func(j jobRow) bool { return j.LastError != "" }, w)
-		if j.State != "queued" || j.Attempts != 1 || j.RunAtInS < 3000 || !nonASCIITail(j, "1") {
+		// backoff_base is an hour, give or take jobs_settings.backoff_jitter (a quarter)
+		if j.State != "queued" || j.Attempts != 1 || j.RunAtInS < 1800 || !nonASCIITail(j, "1") {
 			t.Fatalf("job = %s %d attempt(s), run_at in %.0fs, last_error %.40q..., want queued an hour from now after one failure, with the stderr tail cut at a character",
 				j.State, j.Attempts, j.RunAtInS, j.LastError)
 		}
