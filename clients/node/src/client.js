@@ -45,7 +45,7 @@ function jobFromRow(r) {
 // when value is not undefined.
 // unstorable says why PostgreSQL would refuse (NUL) or pg would silently change (a lone
 // surrogate, encoded as U+FFFD) text, or returns null.
-function unstorable(text) {
+export function unstorable(text) {
   if (text.includes('\0')) return 'must not contain NUL';
   if (!text.isWellFormed()) return 'must be well-formed UTF-16 (it holds a lone surrogate)';
   return null;

@@ -18,7 +18,7 @@
 
 import os from 'node:os';
 import pg from 'pg';
-import { Client, storableText } from './client.js';
+import { Client, storableText, unstorable } from './client.js';
 import {
   Cancel, JobNotHeldError, JobTimeoutError, RetryAt, ShutdownError, Snooze,
 } from './errors.js';
@@ -109,6 +109,11 @@ export class Worker {
     }
     // The name is a text parameter of jobs_claim; a hostname is only bytes to the kernel.
     this.name = options.name ?? `${storableText(os.hostname())}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+    // Text jobs_claim would refuse: fail here, not in every claim of the fetch loop.
+    for (const [what, text] of [['name', this.name], ...Object.keys(this.queues).map((q) => [`queues.${q}`, q])]) {
+      const problem = typeof text === 'string' ? unstorable(text) : null;
+      if (problem) throw new RangeError(`skiplock: Worker options.${what} ${problem}`);
+    }
     this.lease = options.lease ?? LEASE_DEFAULT;
     this.heartbeatInterval = options.heartbeatInterval ?? Math.floor(this.lease / 3);
     this.timeout = options.timeout ?? JOB_TIMEOUT_DEFAULT;

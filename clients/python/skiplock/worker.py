@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 import psycopg
 
-from .client import Client, Job, storable_text
+from .client import Client, Job, _unstorable, storable_text
 from .results import Cancel, RetryAt, Snooze
 
 log = logging.getLogger("skiplock.worker")
@@ -151,6 +151,10 @@ class Worker:
             raise ValueError("Worker: handlers must name at least one kind")
         # The name is a text parameter of jobs_claim; a hostname is only bytes to the kernel.
         self.name = name or f"{storable_text(socket.gethostname())}-{os.getpid()}-py"
+        # Text jobs_claim would be refused: fail here, not in every claim of the fetch loop.
+        for what, text in [("name", self.name), *((f"queues[{q!r}]", q) for q in self.queues)]:
+            if problem := _unstorable(text):
+                raise ValueError(f"Worker: {what} {problem}")
         self.lease = timedelta(seconds=_seconds(lease))
         if self.lease <= timedelta(0):
             raise ValueError("Worker: lease must be positive")

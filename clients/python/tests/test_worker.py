@@ -206,6 +206,10 @@ def test_worker_rejects_bad_config(client):
         skiplock.Worker(client, {"k": print}, lease=0)
     with pytest.raises(ValueError):
         skiplock.Worker(client, {"k": print}, timeout=0)
+    with pytest.raises(ValueError, match="name must not contain NUL"):
+        skiplock.Worker(client, {"k": print}, name="w\x00")
+    with pytest.raises(ValueError, match="queues"):
+        skiplock.Worker(client, {"k": print}, {"q\udcff": 1})
 
 
 def test_stop_before_run_returns_at_once(client, queue):
