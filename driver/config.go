@@ -72,7 +72,7 @@ const shutdownAbandonAfter = 5 * time.Second
 // field means its documented default.
 type Config struct {
 	// Queues are the queues this client works, by name, each with its own slots. At least
-	// one is required. A name is 1 to 200 bytes.
+	// one is required. A name is 1 to 200 bytes of valid UTF-8 without NUL.
 	Queues map[string]QueueConfig
 
 	// Handlers run the jobs, by kind; see [AddHandler]. Required, with at least one handler.
@@ -80,7 +80,7 @@ type Config struct {
 	Handlers *Handlers
 
 	// ID names this client as the lease holder of its jobs (jobs.lease_holder) and in logs.
-	// At most 200 bytes. Defaults to "<hostname>-<pid>-<random hex>".
+	// At most 200 bytes of valid UTF-8 without NUL. Defaults to "<hostname>-<pid>-<random hex>".
 	ID string
 
 	// Lease is how long a claimed job stays this client's. The heartbeat extends it while
