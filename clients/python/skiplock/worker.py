@@ -443,8 +443,14 @@ class Worker:
         job.cancelled.set()
         self.stats.add("timed_out")
         log.warning("skiplock: job %d (%s) timed out after %.3fs", job.id, job.kind, self.timeout)
+        # On a thread of its own: retrying the failure through a lost connection must not hold
+        # up the heartbeats of the other jobs.
+        threading.Thread(target=self._record_timeout, args=(job,), name=f"skiplock-timeout-{job.id}", daemon=True).start()
+
+    def _record_timeout(self, job: Job) -> None:
+        error = f"job timed out after {self.timeout}s"
         try:
-            self._record("failed", job, self.client.fail(job.id, job.attempt, f"job timed out after {self.timeout}s") is not None)
+            self._record("failed", job, self._outcome("jobs_fail", job, lambda: self.client.fail(job.id, job.attempt, error)) is not None)
         except Exception:
             log.exception("skiplock: recording the timeout of job %d failed", job.id)
 
