@@ -72,7 +72,7 @@ const shutdownAbandonAfter = 5 * time.Second
 // field means its documented default.
 type Config struct {
 	// Queues are the queues this client works, by name, each with its own slots. At least
-	// one is required. A name is 1 to 200 bytes.
+	// one is required. A name is 1 to 200 bytes of valid UTF-8 without NUL.
 	Queues map[string]QueueConfig
 
 	// Handlers run the jobs, by kind; see [AddHandler]. Required, with at least one handler.
@@ -80,7 +80,7 @@ type Config struct {
 	Handlers *Handlers
 
 	// ID names this client as the lease holder of its jobs (jobs.lease_holder) and in logs.
-	// At most 200 bytes. Defaults to "<hostname>-<pid>-<random hex>".
+	// At most 200 bytes of valid UTF-8 without NUL. Defaults to "<hostname>-<pid>-<random hex>".
 	ID string
 
 	// Lease is how long a claimed job stays this client's. The heartbeat extends it while
@@ -228,6 +228,8 @@ func (c *Config) validate() (*Config, error) {
 		switch {
 		case name == "" || len(name) > 200:
 			return nil, invalid(field, "queue name must be 1 to 200 bytes, got %d", len(name))
+		case storableTextError(name) != "":
+			return nil, invalid(field, "queue name %s", storableTextError(name))
 		case q.Slots < 0:
 			return nil, invalid(field+".Slots", "must not be negative, got %d", q.Slots)
 		case q.BatchSize < 0 || q.BatchSize > BatchSizeMax:
@@ -250,6 +252,9 @@ func (c *Config) validate() (*Config, error) {
 	}
 	if len(cfg.ID) > 200 {
 		return nil, invalid("ID", "must be at most 200 bytes, got %d", len(cfg.ID))
+	}
+	if problem := storableTextError(cfg.ID); problem != "" {
+		return nil, invalid("ID", "%s", problem)
 	}
 	if cfg.ID == "" {
 		cfg.ID = defaultID()
@@ -334,11 +339,10 @@ func durationField(d *time.Duration, def time.Duration, disable bool, least time
 
 func defaultID() string {
 	host, err := os.Hostname()
+	// The ID is a text parameter of jobs_claim: a hostname is only bytes to the kernel.
+	host = cutText(storableText(host), 150)
 	if err != nil || host == "" {
 		host = "unknown"
-	}
-	if len(host) > 150 {
-		host = host[:150]
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)

@@ -101,7 +101,8 @@ type EnqueueParams struct {
 // job, that job's id). Pass the caller's pgx.Tx as db to enqueue atomically with the
 // caller's own writes. Workers are woken (NOTIFY jobs_ready) when the job is ready now and
 // db's transaction commits, or through a *pgxpool.Pool within the queue's NotifyCooldown.
-// Bad options give an *InvalidError naming the field.
+// Bad options give an *InvalidError naming the field; so does text PostgreSQL would refuse
+// (bytes that are not valid UTF-8, or NUL) in the kind, Queue, UniqueKey or ConcurrencyKey.
 func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *EnqueueOpts) (int64, error) {
 	a, err := enqueueArgs(kind, payload, opts, "")
 	if err != nil {
@@ -261,6 +262,16 @@ func enqueueArgs(kind string, payload any, opts *EnqueueOpts, prefix string) (en
 	a := enqueueArgValues{kind: kind, queue: opts.Queue, delay: opts.Delay, uniqueKey: nil}
 	if kind == "" {
 		return a, invalid("Kind", "must not be empty")
+	}
+	// Text the server would refuse (SQLSTATE 22021) is named here, as the SQL names its
+	// parameters; json.Marshal already makes Payload and Meta valid UTF-8.
+	for _, f := range []struct{ field, value string }{
+		{"Kind", kind}, {"EnqueueOpts.Queue", opts.Queue},
+		{"EnqueueOpts.UniqueKey", opts.UniqueKey}, {"EnqueueOpts.ConcurrencyKey", opts.ConcurrencyKey},
+	} {
+		if problem := storableTextError(f.value); problem != "" {
+			return a, invalid(f.field, "%s", problem)
+		}
 	}
 	if payload == nil {
 		a.payload = json.RawMessage("{}")

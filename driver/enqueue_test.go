@@ -133,6 +133,11 @@ func TestEnqueue(t *testing.T) {
 			{"NegativeDelay", "k", nil, &driver.EnqueueOpts{Delay: -time.Second}, "EnqueueOpts.Delay", false},
 			{"NegativeMaxAttempts", "k", nil, &driver.EnqueueOpts{MaxAttempts: -1}, "EnqueueOpts.MaxAttempts", false},
 			{"UnencodablePayload", "k", func() {}, nil, "Payload", false},
+			// Text the server refuses on input (SQLSTATE 22021) is named like any bad argument.
+			{"InvalidUTF8Kind", "k\xff", nil, nil, "Kind", false},
+			{"NULInQueue", "k", nil, &driver.EnqueueOpts{Queue: "q\x00"}, "EnqueueOpts.Queue", false},
+			{"InvalidUTF8UniqueKey", "k", nil, &driver.EnqueueOpts{UniqueKey: "\xc3"}, "EnqueueOpts.UniqueKey", false},
+			{"NULInConcurrencyKey", "k", nil, &driver.EnqueueOpts{ConcurrencyKey: "\x00"}, "EnqueueOpts.ConcurrencyKey", false},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

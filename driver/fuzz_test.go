@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -67,7 +68,7 @@ func FuzzNewClientConfig(f *testing.F) {
 		field := ie.Field
 		if strings.HasPrefix(field, "Config.Queues[") {
 			// The queue's name, Slots or BatchSize; a bad name is reported as the queue.
-			if queue != "" && len(queue) <= 200 && !strings.HasSuffix(field, ".Slots") && !strings.HasSuffix(field, ".BatchSize") {
+			if queue != "" && len(queue) <= 200 && storable(queue) && !strings.HasSuffix(field, ".Slots") && !strings.HasSuffix(field, ".BatchSize") {
 				t.Fatalf("NewClient blamed %s for the valid queue name %q: %v", field, queue, err)
 			}
 			return
@@ -138,7 +139,11 @@ func FuzzEnqueueArgs(f *testing.F) {
 			var bad bool
 			switch ie.Field {
 			case "Kind":
-				bad = kind == ""
+				bad = kind == "" || !storable(kind)
+			case "EnqueueOpts.Queue":
+				bad = !storable(queue)
+			case "EnqueueOpts.UniqueKey":
+				bad = !storable(uniqueKey)
 			case "Payload":
 				bad = !valid
 			case "EnqueueOpts.Delay":
@@ -156,7 +161,7 @@ func FuzzEnqueueArgs(f *testing.F) {
 		if id != 42 || rec.calls != 1 {
 			t.Fatalf("Enqueue = %d after %d calls, want 42 from one call", id, rec.calls)
 		}
-		if kind == "" || !valid || delay < 0 || (delay != 0 && runAtUnixNano != 0) ||
+		if kind == "" || !storable(kind) || !storable(queue) || !storable(uniqueKey) || !valid || delay < 0 || (delay != 0 && runAtUnixNano != 0) ||
 			priority < math.MinInt32 || priority > math.MaxInt32 || maxAttempts < 0 || maxAttempts > math.MaxInt32 {
 			t.Fatalf("Enqueue accepted kind %q, payload %q, delay %d with run_at %d, priority %d, max_attempts %d",
 				kind, payload, delay, runAtUnixNano, priority, maxAttempts)
@@ -189,6 +194,10 @@ func FuzzEnqueueArgs(f *testing.F) {
 		}
 	})
 }
+
+// storable reports whether s is acceptable to a PostgreSQL text parameter: valid UTF-8
+// without NUL.
+func storable(s string) bool { return utf8.ValidString(s) && !strings.Contains(s, "\x00") }
 
 func sameJSON(a, b []byte) bool {
 	var va, vb any

@@ -44,7 +44,7 @@ func (c *Client) settle(ex *execution, decodeErr, err error, dur time.Duration) 
 
 // failJob records a failed attempt with jobs_fail; retryAt nil means jobs_backoff's delay.
 func (c *Client) failJob(ex *execution, jobErr error, retryAt *time.Time, dur time.Duration) {
-	text := jobErr.Error()
+	text := storableText(jobErr.Error())
 	var state *string
 	if !c.record(ex, "fail", func(ctx context.Context) error {
 		return c.pool.QueryRow(ctx, failSQL, ex.row.ID, int32(ex.row.Attempt), text, retryAt).Scan(&state)
@@ -75,7 +75,7 @@ func (c *Client) snoozeJob(ex *execution, delay time.Duration, jobErr error, dur
 
 // cancelJob cancels the job with the worker's fenced jobs_cancel.
 func (c *Client) cancelJob(ex *execution, jobErr error, dur time.Duration) {
-	if !c.recordHeld(ex, "cancel", dur, cancelSQL, ex.row.ID, int32(ex.row.Attempt), jobErr.Error()) {
+	if !c.recordHeld(ex, "cancel", dur, cancelSQL, ex.row.ID, int32(ex.row.Attempt), storableText(jobErr.Error())) {
 		return
 	}
 	c.logger.LogAttrs(c.workCtx, slog.LevelInfo, "job cancelled",

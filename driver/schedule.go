@@ -84,6 +84,14 @@ func validateSchedules(schedules []Schedule) ([]scheduleArgs, error) {
 		case s.MaxAttempts < 0 || s.MaxAttempts > math.MaxInt32:
 			return nil, invalid("MaxAttempts", "must be 0 (default) or a positive 32-bit number, got %d", s.MaxAttempts)
 		}
+		// Text the server would refuse (SQLSTATE 22021), named as the SQL names its parameters.
+		for _, f := range []struct{ field, value string }{
+			{"Name", s.Name}, {"Cron", s.Cron}, {"Kind", s.Kind}, {"Queue", s.Queue}, {"Timezone", s.Timezone},
+		} {
+			if problem := storableTextError(f.value); problem != "" {
+				return nil, invalid(f.field, "%s", problem)
+			}
+		}
 		seen[s.Name] = true
 		a := scheduleArgs{name: s.Name, cron: s.Cron, kind: s.Kind, queue: s.Queue, timezone: s.Timezone,
 			priority: int32(s.Priority), maxAttempts: int32(s.MaxAttempts), enabled: !s.Disabled, payload: json.RawMessage("{}")}

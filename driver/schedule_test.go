@@ -69,6 +69,9 @@ func TestScheduleConfigValidation(t *testing.T) {
 		{"KindEmpty", []driver.Schedule{{Name: "a", Cron: "@daily"}}, 0, "Config.Schedules[0].Kind"},
 		{"MaxAttemptsNegative", []driver.Schedule{{Name: "a", Cron: "@daily", Kind: "k", MaxAttempts: -1}}, 0, "Config.Schedules[0].MaxAttempts"},
 		{"PayloadNotJSON", []driver.Schedule{{Name: "a", Cron: "@daily", Kind: "k", Payload: func() {}}}, 0, "Config.Schedules[0].Payload"},
+		{"NameNotUTF8", []driver.Schedule{{Name: "a\xff", Cron: "@daily", Kind: "k"}}, 0, "Config.Schedules[0].Name"},
+		{"KindWithNUL", []driver.Schedule{{Name: "a", Cron: "@daily", Kind: "k\x00"}}, 0, "Config.Schedules[0].Kind"},
+		{"TimezoneNotUTF8", []driver.Schedule{{Name: "a", Cron: "@daily", Kind: "k", Timezone: "Europe/\xc3"}}, 0, "Config.Schedules[0].Timezone"},
 		{"TickIntervalTooShort", nil, time.Millisecond, "Config.ScheduleTickInterval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,8 +9,8 @@
 {{ template "search_path.sql" . }}
 
 {{ template "functions/_jobs_invalid.sql" . }}
-{{ template "functions/_jobs_check_fence_arrays.sql" . }}
 {{ template "functions/_jobs_errors_append.sql" . }}
+{{ template "functions/_jobs_check_fence_arrays.sql" . }}
 {{ template "functions/_jobs_check_bulk_args.sql" . }}
 {{ template "functions/_jobs_completion_deletes.sql" . }}
 {{ template "functions/jobs_backoff.sql" . }}

@@ -789,15 +789,17 @@ CREATE FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) RETURNS 
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'skiplock', 'pg_temp'
     AS $_$
-    SELECT CASE WHEN jsonb_array_length(_jobs_errors_append.errors) < 100
-                THEN _jobs_errors_append.errors || _jobs_errors_append.entry
-                ELSE jsonb_path_query_array(_jobs_errors_append.errors, '$[$from to last]',
-                                            jsonb_build_object('from', jsonb_array_length(_jobs_errors_append.errors) - 99))
-                     || _jobs_errors_append.entry
-           END
+    SELECT CASE
+        WHEN jsonb_array_length(_jobs_errors_append.errors) < 100
+            THEN _jobs_errors_append.errors || jsonb_build_array(_jobs_errors_append.entry)
+        -- the first, the newest 98 already there, and the new one: 100
+        ELSE jsonb_build_array(_jobs_errors_append.errors -> 0)
+             || jsonb_path_query_array(_jobs_errors_append.errors, '$[last - 97 to last]')
+             || jsonb_build_array(_jobs_errors_append.entry)
+    END;
 $_$;
 
-COMMENT ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) IS 'skiplock (private): appends an entry to a job''s errors history, keeping the newest 100 entries.';
+COMMENT ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) IS 'skiplock (private): appends an entry to a job''s errors history, keeping the first entry and the newest 99.';
 
 CREATE FUNCTION skiplock._jobs_invalid(func text, param text, problem text) RETURNS void
     LANGUAGE plpgsql

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -333,6 +334,11 @@ func (w *tailWriter) String() string {
 	s = strings.Join(lines, "\n")
 	if len(s) > execStderrTailBytes {
 		s = s[len(s)-execStderrTailBytes:]
+	}
+	// A cut at a byte offset (here or in Write) may fall inside a multi-byte character: start
+	// at the next character rather than with its stray continuation bytes.
+	for i := 0; i < utf8.UTFMax-1 && s != "" && !utf8.RuneStart(s[0]); i++ {
+		s = s[1:]
 	}
 	return s
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
@@ -234,6 +235,43 @@ mv "$out.tmp" "$out"
 		j := waitJob(t, db, id, "cancelled", isState("cancelled"), w)
 		if j.Attempts != 1 || !strings.Contains(j.LastError, "exit status 65: bad payload") {
 			t.Fatalf("job = %+v, want cancelled at its first attempt with stderr as the error", j)
+		}
+	})
+
+	// 3,000 two-byte characters and a "!": the tail's cut at 4 KB from the end falls
+	// inside a character. Its text must still be recorded, with the outcome the exit status
+	// chose, rather than refused by PostgreSQL (invalid UTF-8) and lost until the lease expires.
+	nonASCIIStderr := `i=0; while [ $i -lt 3000 ]; do printf '\303\251'; i=$((i+1)); done >&2; echo '!' >&2; exit `
+	nonASCIITail := func(j jobRow, status string) bool {
+		rest, ok := strings.CutPrefix(j.LastError, "exit status "+status+": ")
+		return ok && utf8.ValidString(rest) && strings.Trim(rest, "é") == "!" && len(rest) <= 4096 && len(rest) > 4000
+	}
+
+	t.Run("NonASCIIStderrFailsWithBackoff", func(t *testing.T) {
+		t.Parallel()
+		db, dir := setup(t), t.TempDir()
+		sh := script(t, dir, nonASCIIStderr+"1")
+		pgtest.MustExec(t, db.Conn, "UPDATE jobs_settings SET backoff_base = '1 hour', backoff_cap = '1 hour'")
+		id := enqueue(t, db, "k", `{}`, "q", 5)
+		w := startWork(t, db.URL, "--queue", "q", "--exec", sh, "--lease", "1m")
+		j := waitJob(t, db, id, "failed", func(j jobRow) bool { return j.LastError != "" }, w)
+		// backoff_base is an hour, give or take jobs_settings.backoff_jitter (a quarter)
+		if j.State != "queued" || j.Attempts != 1 || j.RunAtInS < 1800 || !nonASCIITail(j, "1") {
+			t.Fatalf("job = %s %d attempt(s), run_at in %.0fs, last_error %.40q..., want queued an hour from now after one failure, with the stderr tail cut at a character",
+				j.State, j.Attempts, j.RunAtInS, j.LastError)
+		}
+	})
+
+	t.Run("NonASCIIStderrExit65Cancels", func(t *testing.T) {
+		t.Parallel()
+		db, dir := setup(t), t.TempDir()
+		sh := script(t, dir, nonASCIIStderr+"65")
+		id := enqueue(t, db, "k", `{}`, "q", 5)
+		w := startWork(t, db.URL, "--queue", "q", "--exec", sh, "--lease", "1m")
+		j := waitJob(t, db, id, "cancelled", func(j jobRow) bool { return j.LastError != "" }, w)
+		if j.State != "cancelled" || j.Attempts != 1 || !nonASCIITail(j, "65") {
+			t.Fatalf("job = %s %d attempt(s), last_error %.40q..., want cancelled at its first attempt, with the stderr tail cut at a character",
+				j.State, j.Attempts, j.LastError)
 		}
 	})
 

@@ -62,7 +62,8 @@ COMMENT ON FUNCTION jobs_cancel(bigint) IS
 --           attempt under a lease the caller's login took, else returns false and changes nothing. The job becomes cancelled (no
 --           further attempts; jobs_retry can bring it back) and true is returned. Sets
 --           last_error and appends {"attempt", "at", "error", "worker"} to the errors
---           history (its newest 100 entries kept), as jobs_fail does. error is stored up to its first 10000 characters.
+--           history, as jobs_fail does (capped by _jobs_errors_append). error is stored up to
+--           its first 10000 characters.
 --           NOTIFYs jobs_ready at commit when the job's queue has a concurrency limit.
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> cancelled; finished_at = now(), lease cleared (lease_role too).

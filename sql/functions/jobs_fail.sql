@@ -3,9 +3,8 @@
 -- Promises: fenced like jobs_complete: acts only when the job is running at exactly this
 --           attempt under a lease the caller's login took, else returns NULL and changes
 --           nothing. Sets last_error and appends {"attempt", "at", "error", "worker"} to the
---           errors history, which keeps its
---           newest 100 entries (_jobs_errors_append: bounded, so a job failing forever
---           never reaches jsonb's size limit). When attempts has
+--           errors history (_jobs_errors_append: the first entry and the newest 99 are kept,
+--           so a job failing forever never reaches jsonb's size limit). When attempts has
 --           reached max_attempts the job becomes dead; otherwise it is queued again at
 --           retry_at, or when retry_at is NULL at now() + jobs_backoff(attempt). Returns the
 --           job's new state ('queued' or 'dead'). A retry that is ready at once NOTIFYs

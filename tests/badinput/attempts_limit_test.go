@@ -3,7 +3,6 @@ package badinput
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -164,44 +163,4 @@ func TestAttemptsAtTheLimit(t *testing.T) {
 			t.Fatalf("jobs_retry_many left the cancelled job %s", r.State)
 		}
 	})
-}
-
-// TestErrorsHistoryIsBounded: a job's errors history keeps its newest 100 entries, so a job
-// that fails forever (max_attempts 2147483647) never reaches jsonb's size limit (268435455
-// bytes, about 26,700 entries of 10000-character errors), past which every jobs_fail of it
-// and every jobs_requeue_expired batch holding it raised 54000. Each writer of the history
-// is checked on a job whose history is already longer (as one written before the bound).
-func TestErrorsHistoryIsBounded(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, want string
-		// add makes the running job 1 (at attempt 1) record one more error.
-		add func(t *testing.T, conn *pgx.Conn)
-	}{
-		{"Fail", "boom", func(t *testing.T, conn *pgx.Conn) {
-			mustCall(t, conn, "SELECT jobs_fail(1, 1, 'boom')")
-		}},
-		{"CancelWithError", "give up", func(t *testing.T, conn *pgx.Conn) {
-			mustCall(t, conn, "SELECT jobs_cancel(1, 1, 'give up')")
-		}},
-		{"RequeueExpired", "lease expired", func(t *testing.T, conn *pgx.Conn) {
-			mustCall(t, conn, "UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = 1")
-			mustCall(t, conn, "SELECT jobs_requeue_expired()")
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			conn := setup(t).Conn
-			mustCall(t, conn, "SELECT jobs_enqueue('k', max_attempts => $1)", int32(maxInt32))
-			claimOne(t, conn, "w", "default")
-			mustCall(t, conn, `UPDATE jobs SET errors = (SELECT jsonb_agg(jsonb_build_object('attempt', 0, 'error', 'old ' || g) ORDER BY g)
-			                                            FROM generate_series(1, 150) g) WHERE id = 1`)
-			tc.add(t, conn)
-			got := queryOne[string](t, conn, `SELECT jsonb_array_length(errors) || ' ' || (errors->0->>'error') || ' ' || (errors->98->>'error')
-			                                  || ' ' || (errors->99->>'error') FROM jobs WHERE id = 1`)
-			if want := "100 old 52 old 150 " + tc.want; !strings.HasPrefix(got, want) {
-				t.Fatalf("errors history after one more entry: %q, want %q (the newest 99 old entries, then the new one)", got, want)
-			}
-		})
-	}
 }

@@ -63,6 +63,8 @@ CROSS JOIN LATERAL (VALUES
     -- Each of those acts on a running job at its current attempt and ends that attempt, so
     -- an attempt has at most one entry, in order: attempts strictly increase, 1..attempts.
     (jsonb_array_length(j.errors) > j.attempts, 'more errors entries than attempts'),
+    -- _jobs_errors_append keeps the first entry and the newest 99.
+    (jsonb_array_length(j.errors) > 100, 'more than 100 errors entries'),
     (EXISTS (SELECT FROM jsonb_array_elements(j.errors) WITH ORDINALITY AS e(v, n)
              WHERE (e.v ->> 'attempt')::int NOT BETWEEN 1 AND j.attempts
                 OR e.v ->> 'error' IS NULL

@@ -3,10 +3,25 @@
 // (documented in docs/sql-api.md) apply.
 
 import pg from 'pg';
-import { wrapError } from './errors.js';
+import { InvalidArgumentError, wrapError } from './errors.js';
 
 // Interval arguments are given in milliseconds.
 const interval = (n) => `make_interval(secs => $${n}::float8 / 1000)`;
+
+/**
+ * storableText returns text as PostgreSQL accepts a text parameter, as the Go driver does:
+ * NUL characters dropped (the server refuses them with 22021, a permanent error, and the
+ * job's outcome would wait out its lease) and lone surrogates made U+FFFD (pg would encode
+ * them so anyway). fail and cancel pass the error through it; anything but a string is
+ * returned as it is.
+ */
+export function storableText(text) {
+  if (typeof text !== 'string') return text;
+  return text.replaceAll('\0', '').toWellFormed();
+}
+
+// errorText is the text recorded for error: an Error's stack (or its string), else error.
+const errorText = (error) => storableText(error instanceof Error ? (error.stack ?? String(error)) : error);
 
 const toId = (v) => (v === null || v === undefined ? v : Number(v));
 
@@ -28,6 +43,26 @@ function jobFromRow(r) {
 
 // Args builds a named-argument list: add(name, value, expr) appends `name => expr($n)` only
 // when value is not undefined.
+// unstorable says why PostgreSQL would refuse (NUL) or pg would silently change (a lone
+// surrogate, encoded as U+FFFD) text, or returns null.
+export function unstorable(text) {
+  if (text.includes('\0')) return 'must not contain NUL';
+  if (!text.isWellFormed()) return 'must be well-formed UTF-16 (it holds a lone surrogate)';
+  return null;
+}
+
+// checkStorable throws InvalidArgumentError for a text argument, or an element of a text
+// array, that unstorable refuses, named as the SQL functions name a bad parameter (kinds[2]
+// for the second element).
+function checkStorable(name, value) {
+  const items = typeof value === 'string' ? [[name, value]]
+    : Array.isArray(value) ? value.map((v, i) => [`${name}[${i + 1}]`, v]) : [];
+  for (const [param, v] of items) {
+    const problem = typeof v === 'string' ? unstorable(v) : null;
+    if (problem) throw new InvalidArgumentError(`skiplock: ${param} ${problem}`, param);
+  }
+}
+
 class Args {
   constructor() {
     this.parts = [];
@@ -35,6 +70,7 @@ class Args {
   }
   add(name, value, expr = (n) => `$${n}`) {
     if (value === undefined) return this;
+    checkStorable(name, value);
     this.values.push(value);
     this.parts.push(`${name} => ${expr(this.values.length)}`);
     return this;
@@ -168,8 +204,7 @@ export class Client {
    * ('queued' or 'dead'), or null when the caller no longer holds the job.
    */
   async fail(id, attempt, error, { retryAt } = {}, { db } = {}) {
-    const text = error instanceof Error ? (error.stack ?? String(error)) : error;
-    const a = new Args().add('id', id).add('attempt', attempt).add('error', text)
+    const a = new Args().add('id', id).add('attempt', attempt).add('error', errorText(error))
       .add('retry_at', retryAt, (n) => `$${n}::timestamptz`);
     const res = await this.call('jobs_fail', `SELECT jobs_fail(${a})::text AS state`, a.values, db);
     return res.rows[0].state;
@@ -209,7 +244,7 @@ export class Client {
   async cancel(id, { attempt, error } = {}, { db } = {}) {
     const a = new Args().add('id', id);
     if (attempt !== undefined || error !== undefined) {
-      a.add('attempt', attempt ?? null).add('error', error instanceof Error ? (error.stack ?? String(error)) : (error ?? null));
+      a.add('attempt', attempt ?? null).add('error', errorText(error ?? null));
     }
     const res = await this.call('jobs_cancel', `SELECT jobs_cancel(${a}) AS ok`, a.values, db);
     return res.rows[0].ok;

@@ -18,7 +18,7 @@
 
 import os from 'node:os';
 import pg from 'pg';
-import { Client } from './client.js';
+import { Client, storableText, unstorable } from './client.js';
 import {
   Cancel, JobNotHeldError, JobTimeoutError, RetryAt, ShutdownError, Snooze,
 } from './errors.js';
@@ -34,8 +34,9 @@ export const SLOTS_DEFAULT = 10;
 // After the shutdown grace period fires the handlers' signals, stop() waits this long more
 // for them before it abandons those that ignore their signal (as the Go driver does).
 export const SHUTDOWN_ABANDON_AFTER = 5000;
-// A completion batch that fails with a connection error is retried with this backoff until
-// the final flush of shutdown, which makes one last attempt of at most COMPLETE_FINAL_TIMEOUT.
+// A completion batch, or a failure, snooze or cancellation, that fails with a connection error
+// is retried with this backoff until the final flush of shutdown, which makes one last attempt
+// of at most COMPLETE_FINAL_TIMEOUT.
 const COMPLETE_RETRY_MIN = 50;
 const COMPLETE_RETRY_MAX = 2000;
 const COMPLETE_FINAL_TIMEOUT = 5000;
@@ -106,7 +107,13 @@ export class Worker {
     for (const [q, n] of Object.entries(this.queues)) {
       if (!Number.isInteger(n) || n < 1) throw new RangeError(`skiplock: queues.${q} must be a positive integer of slots`);
     }
-    this.name = options.name ?? `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+    // The name is a text parameter of jobs_claim; a hostname is only bytes to the kernel.
+    this.name = options.name ?? `${storableText(os.hostname())}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+    // Text jobs_claim would refuse: fail here, not in every claim of the fetch loop.
+    for (const [what, text] of [['name', this.name], ...Object.keys(this.queues).map((q) => [`queues.${q}`, q])]) {
+      const problem = typeof text === 'string' ? unstorable(text) : null;
+      if (problem) throw new RangeError(`skiplock: Worker options.${what} ${problem}`);
+    }
     this.lease = options.lease ?? LEASE_DEFAULT;
     this.heartbeatInterval = options.heartbeatInterval ?? Math.floor(this.lease / 3);
     this.timeout = options.timeout ?? JOB_TIMEOUT_DEFAULT;
@@ -373,25 +380,51 @@ export class Worker {
     if (error === null) return this.enqueueCompletion(ex);
     if (reason instanceof ShutdownError) {
       // Interrupted, not failed: release it without spending an attempt.
-      return this.held(job, 'snoozed', 'queued', await this.client.snooze(job.id, job.attempt, { delay: 0 }));
+      return this.held(job, 'snoozed', 'queued',
+        await this.outcome('jobs_snooze', job, () => this.client.snooze(job.id, job.attempt, { delay: 0 })));
     }
     if (error instanceof Snooze) {
-      return this.held(job, 'snoozed', 'queued', await this.client.snooze(job.id, job.attempt, { delay: error.delayMs }));
+      return this.held(job, 'snoozed', 'queued',
+        await this.outcome('jobs_snooze', job, () => this.client.snooze(job.id, job.attempt, { delay: error.delayMs })));
     }
     if (error instanceof Cancel) {
-      return this.held(job, 'cancelled', 'cancelled',
-        await this.client.cancel(job.id, { attempt: job.attempt, error: error.stack ?? error.message }));
+      return this.held(job, 'cancelled', 'cancelled', await this.outcome('jobs_cancel', job,
+        () => this.client.cancel(job.id, { attempt: job.attempt, error: error.stack ?? error.message })));
     }
     let text = error instanceof Error ? (error.stack ?? String(error)) : String(error);
     if (reason instanceof JobTimeoutError && error !== reason) text = `${reason.message}\n${text}`;
     const retryAt = error instanceof RetryAt ? error.at : undefined;
-    const state = await this.client.fail(job.id, job.attempt, text, { retryAt });
+    const state = await this.outcome('jobs_fail', job, () => this.client.fail(job.id, job.attempt, text, { retryAt }));
     if (state === null) return this.fenced(job, 'fail', error);
     this.stats.failed += 1;
     // A retry is routine; a job out of attempts deserves attention.
     const log = state === 'dead' ? this.logger.warn : this.logger.info;
     log?.call(this.logger, `skiplock: job ${job.id} (${job.kind}) attempt ${job.attempt} failed; now ${state}: ${error?.message ?? error}`);
     this.emit('failed', job, state, error);
+  }
+
+  // outcome runs call, the fenced call that records job's outcome (jobs_fail, jobs_snooze or
+  // jobs_cancel), as the Go driver records outcomes: a connection error is retried with a
+  // capped backoff, since the call is fenced and repeating it is safe, until the final flush
+  // of shutdown, which makes one last bounded attempt. Any other error is thrown: the job
+  // runs again once its lease expires. The job stays in this.running meanwhile, so it keeps
+  // heartbeating.
+  async outcome(fn, job, call) {
+    let delay = COMPLETE_RETRY_MIN;
+    for (;;) {
+      const last = this.finalFlush;
+      try {
+        return await (last ? within(call(), COMPLETE_FINAL_TIMEOUT, fn) : call());
+      } catch (err) {
+        if (last || !retryable(err)) throw err;
+        this.stats.errors += 1;
+        this.logger.warn?.(`skiplock: ${fn} of job ${job.id} failed; retrying in ${delay} ms: ${err?.message ?? err}`);
+        let timer;
+        await Promise.race([new Promise((resolve) => { timer = setTimeout(resolve, delay); }), this.finalFlushStarted]);
+        clearTimeout(timer);
+        delay = Math.min(delay * 2, COMPLETE_RETRY_MAX);
+      }
+    }
   }
 
   held(job, type, state, ok) {

@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { Client } from '../src/index.js';
-import { newClient, newConn, queueName, sleep, url } from './helpers.js';
+import { Client, InvalidArgumentError } from '../src/index.js';
+import { newClient, newConn, queueName, sleep, statesOf, url } from './helpers.js';
 
 test('enqueue passes every option through', async (t) => {
   const client = newClient(t);
@@ -186,4 +186,24 @@ test('errors other than 22023 keep their SQLSTATE and name the function', async 
     return true;
   });
   await conn.query('ROLLBACK');
+});
+
+test('a text argument PostgreSQL would refuse names its parameter', async (t) => {
+  // NUL (the server refuses it with 22021) and a lone surrogate (pg would send U+FFFD in its
+  // place) are an InvalidArgumentError naming the parameter, as the SQL functions name theirs.
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('unstorable');
+  const cases = [
+    [() => client.enqueue('k\0', {}, { queue }), 'kind'],
+    [() => client.enqueue('k', {}, { queue: `${queue}\uD800` }), 'queue'],
+    [() => client.enqueue('k', {}, { queue, uniqueKey: '\0' }), 'unique_key'],
+    [() => client.enqueueMany([{ kind: 'a', queue }, { kind: 'b\0', queue }]), 'kinds[2]'],
+    [() => client.claim({ worker: 'w\0', queues: [queue] }), 'worker'],
+  ];
+  for (const [call, parameter] of cases) {
+    await assert.rejects(call, (err) => err instanceof InvalidArgumentError && err.parameter === parameter
+      && err.message.includes(parameter));
+  }
+  assert.deepEqual(await statesOf(conn, queue), {});
 });

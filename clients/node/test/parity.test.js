@@ -2,7 +2,7 @@
 // a test named after its row.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvalidArgumentError, Worker } from '../src/index.js';
+import { Cancel, InvalidArgumentError, Snooze, Worker } from '../src/index.js';
 import {
   newClient, newConn, queueName, recordingLogger, short, sleep, statesOf, waitFor,
 } from './helpers.js';
@@ -284,4 +284,97 @@ test('graceful_shutdown_loses_nothing', async (t) => {
   await second.stop();
   assert.equal(finished.size + again.size, n);
   for (const id of ids) assert.ok(finished.has(id) !== again.has(id));
+});
+
+test('unstorable_error_text_is_recorded', async (t) => {
+  // A stack holding NUL (which the server refuses) and a lone surrogate: unsanitised, the
+  // outcome was lost until the lease expired.
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('unstorable');
+  const failed = await client.enqueue('fail', {}, { queue, maxAttempts: 1 });
+  const cancelled = await client.enqueue('giveUp', {}, { queue, maxAttempts: 5 });
+  const worker = new Worker(client, {
+    queues: { [queue]: 2 },
+    handleSignals: false,
+    lease: 60000,
+    pollInterval: 50,
+    maintainInterval: -1,
+    handlers: {
+      fail: async () => { throw new Error('bad \0 byte \uD800'); },
+      giveUp: async () => { throw new Cancel('gave up on \0 \uD800'); },
+    },
+  });
+  worker.start();
+  try {
+    await waitFor('both outcomes recorded', async () => {
+      const s = await statesOf(conn, queue);
+      return s.dead === 1 && s.cancelled === 1;
+    });
+  } finally {
+    await worker.stop();
+  }
+  const f = await client.get(failed);
+  assert.equal(f.attempts, 1);
+  assert.ok(f.lastError.startsWith('Error: bad  byte \uFFFD\n'), f.lastError);
+  const c = await client.get(cancelled);
+  assert.equal(c.attempts, 1);
+  assert.ok(c.lastError.includes('gave up on  \uFFFD'), c.lastError);
+  assert.equal(worker.stats.failed, 1);
+  assert.equal(worker.stats.cancelled, 1);
+});
+
+test('outcome_retried_after_connection_loss', async (t) => {
+  // Each outcome call blocks on a row lock the test holds, and its backend is terminated
+  // while it waits: the worker must retry it on a new connection and record it exactly once.
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const blocker = await newConn(t);
+  const queue = queueName('outcome-retry');
+  const outcomes = { fail: 'jobs_fail', snooze: 'jobs_snooze', cancel: 'jobs_cancel' };
+  let proceed;
+  const proceeding = new Promise((resolve) => { proceed = resolve; });
+  const ids = {};
+  for (const kind of Object.keys(outcomes)) ids[kind] = await client.enqueue(kind, {}, { queue, maxAttempts: 1 });
+  const worker = new Worker(client, {
+    queues: { [queue]: 3 },
+    handleSignals: false,
+    lease: 60000,
+    pollInterval: 50,
+    maintainInterval: -1,
+    logger: recordingLogger(),
+    handlers: {
+      fail: async () => { await proceeding; throw new Error('failed once'); },
+      snooze: async () => { await proceeding; return new Snooze(3600000); },
+      cancel: async () => { await proceeding; throw new Cancel('cancelled once'); },
+    },
+  });
+  worker.start();
+  try {
+    await waitFor('the three jobs running', async () => (await statesOf(conn, queue)).running === 3);
+    // (claims skip locked rows: lock them only once they are running)
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT 1 FROM jobs WHERE id = ANY($1) FOR UPDATE', [Object.values(ids)]);
+    proceed();
+    for (const fn of Object.values(outcomes)) {
+      await waitFor(`a blocked ${fn} to terminate`, async () => (await conn.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, [`%${fn}(%`])).rowCount > 0);
+    }
+    await blocker.query('COMMIT');
+    await waitFor('every outcome recorded', async () => {
+      const s = await statesOf(conn, queue);
+      return s.dead === 1 && s.queued === 1 && s.cancelled === 1;
+    }, 20000);
+  } finally {
+    await worker.stop();
+  }
+  const rows = {};
+  for (const [kind, id] of Object.entries(ids)) {
+    const r = await conn.query('SELECT attempts, max_attempts, jsonb_array_length(errors) AS errors FROM jobs WHERE id = $1', [id]);
+    rows[kind] = [r.rows[0].attempts, r.rows[0].max_attempts, r.rows[0].errors];
+  }
+  // one failure entry each; a snooze recorded twice would have raised max_attempts twice
+  assert.deepEqual(rows, { fail: [1, 1, 1], snooze: [1, 2, 0], cancel: [1, 1, 1] });
+  assert.deepEqual([worker.stats.failed, worker.stats.snoozed, worker.stats.cancelled, worker.stats.fenced], [1, 1, 1, 0]);
 });

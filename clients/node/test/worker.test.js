@@ -285,6 +285,8 @@ test('stop is safe to call twice and before start; options are checked', async (
   assert.throws(() => new Worker({}, { handlers: {} }), TypeError);
   assert.throws(() => new Worker(client, {}), TypeError);
   assert.throws(() => new Worker(client, { handlers: {}, queues: { q: 0 } }), /queues\.q/);
+  assert.throws(() => new Worker(client, { handlers: {}, name: 'w\0' }), /options\.name must not contain NUL/);
+  assert.throws(() => new Worker(client, { handlers: {}, queues: { 'q\0': 1 } }), /options\.queues\.q/);
 });
 
 test('jobs claimed but not started at shutdown are given back', async (t) => {

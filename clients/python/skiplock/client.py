@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from .errors import translate
+from .errors import InvalidArgument, translate
 
 Lease = timedelta | str
 
@@ -40,6 +41,43 @@ class Job:
     lease_expires_at: datetime
     meta: Any = None
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+
+
+# A lone surrogate: what Python decodes an undecodable byte to (errors="surrogateescape", as
+# os.fsdecode and sys.stderr do), and what UTF-8 cannot encode.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """``text`` as PostgreSQL accepts a text parameter: lone surrogates (undecodable bytes)
+    become U+FFFD and NUL characters are dropped, as the Go driver does. fail and cancel
+    pass the error through it, so a traceback holding either is recorded rather than
+    refused (psycopg raises before sending, and the job would wait out its lease)."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _unstorable(text: str) -> str | None:
+    """Why PostgreSQL would refuse text as a text parameter, or None when it would not."""
+    if "\x00" in text:
+        return "must not contain NUL"
+    if _SURROGATE.search(text):
+        return "must be valid UTF-8 (it holds a lone surrogate, an undecodable byte)"
+    return None
+
+
+def _check_storable(function: str, args: Sequence["_Arg"]) -> None:
+    """Raises InvalidArgument for a text argument (or element of a text array) that
+    PostgreSQL would refuse, named as the SQL functions name a bad parameter (``kinds[2]``
+    for the second element); psycopg would raise a DataError or UnicodeEncodeError."""
+    for a in args:
+        values = [(a.name, a.value)] if isinstance(a.value, str) else (
+            [(f"{a.name}[{i}]", v) for i, v in enumerate(a.value, 1)] if isinstance(a.value, list) else [])
+        for name, v in values:
+            problem = _unstorable(v) if isinstance(v, str) else None
+            if problem:
+                raise InvalidArgument(name, f"{function}: {name} {problem}")
 
 
 _JOB_FIELDS = frozenset(f for f in Job.__dataclass_fields__ if f != "cancelled")
@@ -182,6 +220,7 @@ class Client:
     def _call(self, function: str, args: Sequence[_Arg], conn: psycopg.Connection | None,
               *, scalar: bool, many: bool) -> Any:
         given = [a for a in args if a.value is not None]
+        _check_storable(function, given)
         call = f"{function}({', '.join(f'{a.name} => {a.sql}' for a in given)})"
         sql = f"SELECT {call}" if scalar else f"SELECT * FROM {call}"
         params = {a.name: a.value for a in given}
@@ -285,7 +324,7 @@ class Client:
         args = [
             _Arg("id", id, "bigint"),
             _Arg("attempt", attempt, "integer"),
-            _Arg("error", error, "text"),
+            _Arg("error", storable_text(error) if isinstance(error, str) else error, "text"),
             _Arg("retry_at", retry_at, "timestamptz"),
         ]
         state = self._call("jobs_fail", args, conn, scalar=True, many=False)
@@ -331,6 +370,8 @@ class Client:
         fail. True when the job was cancelled."""
         if (attempt is None) != (error is None):
             raise ValueError("cancel: give both attempt and error (worker's form) or neither (operator's form)")
+        if isinstance(error, str):
+            error = storable_text(error)
         args = [_Arg("id", id, "bigint"), _Arg("attempt", attempt, "integer"), _Arg("error", error, "text")]
         return bool(self._call("jobs_cancel", args, conn, scalar=True, many=False))
 

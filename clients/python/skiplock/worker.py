@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 import psycopg
 
-from .client import Client, Job
+from .client import Client, Job, _unstorable, storable_text
 from .results import Cancel, RetryAt, Snooze
 
 log = logging.getLogger("skiplock.worker")
@@ -45,8 +45,9 @@ SHUTDOWN_TIMEOUT_DEFAULT = timedelta(seconds=10)
 SHUTDOWN_ABANDON_AFTER = 5.0
 COMPLETE_BATCH_DELAY_DEFAULT = timedelta(milliseconds=2)
 COMPLETE_BATCH_SIZE_DEFAULT = 100
-# A completion batch that fails with a connection error is retried with this backoff (seconds)
-# until shutdown, which makes one last attempt, as the Go driver's completer does.
+# A completion batch, or a failure, snooze or cancellation, that fails with a connection error
+# is retried with this backoff (seconds) until shutdown, which makes one last attempt, as the
+# Go driver does.
 COMPLETE_RETRY_MIN = 0.05
 COMPLETE_RETRY_MAX = 2.0
 # The most jobs one claim takes, never more than the free slots (the Go driver's BatchSizeDefault).
@@ -148,7 +149,12 @@ class Worker:
                 raise ValueError(f"Worker: queues[{q!r}] must be at least 1 slot")
         if not self.handlers:
             raise ValueError("Worker: handlers must name at least one kind")
-        self.name = name or f"{socket.gethostname()}-{os.getpid()}-py"
+        # The name is a text parameter of jobs_claim; a hostname is only bytes to the kernel.
+        self.name = name or f"{storable_text(socket.gethostname())}-{os.getpid()}-py"
+        # Text jobs_claim would be refused: fail here, not in every claim of the fetch loop.
+        for what, text in [("name", self.name), *((f"queues[{q!r}]", q) for q in self.queues)]:
+            if problem := _unstorable(text):
+                raise ValueError(f"Worker: {what} {problem}")
         self.lease = timedelta(seconds=_seconds(lease))
         if self.lease <= timedelta(0):
             raise ValueError("Worker: lease must be positive")
@@ -336,17 +342,19 @@ class Worker:
             log.debug("skiplock: result of job %d attempt %d ignored: already settled (timed out, lost or completed by its handler)",
                      job.id, job.attempt)
             return
+        c = self.client
         try:
             if isinstance(result, Snooze):
-                self._record("snoozed", job, self.client.snooze(job.id, job.attempt, delay=result.delay))
+                self._record("snoozed", job, self._outcome("jobs_snooze", job, lambda: c.snooze(job.id, job.attempt, delay=result.delay)))
             elif isinstance(result, Cancel):
-                self._record("cancelled", job, self.client.cancel(job.id, job.attempt, result.reason))
+                self._record("cancelled", job, self._outcome("jobs_cancel", job, lambda: c.cancel(job.id, job.attempt, result.reason)))
             elif isinstance(result, RetryAt):
-                self._record("failed", job, self.client.fail(job.id, job.attempt, result.error, retry_at=result.when) is not None)
+                self._record("failed", job, self._outcome("jobs_fail", job,
+                             lambda: c.fail(job.id, job.attempt, result.error, retry_at=result.when)) is not None)
             elif isinstance(result, _Failure):
-                self._record("failed", job, self.client.fail(job.id, job.attempt, result.error) is not None)
+                self._record("failed", job, self._outcome("jobs_fail", job, lambda: c.fail(job.id, job.attempt, result.error)) is not None)
             elif isinstance(result, _Release):
-                self._record("given_back", job, self.client.snooze(job.id, job.attempt, delay=timedelta(0)))
+                self._record("given_back", job, self._outcome("jobs_snooze", job, lambda: c.snooze(job.id, job.attempt, delay=timedelta(0))))
             else:
                 with self._lock:
                     self._completing[job.id] = job
@@ -354,6 +362,24 @@ class Worker:
         except Exception:
             log.exception("skiplock: recording the outcome of job %d failed; its lease will lapse and it will run again",
                           job.id)
+
+    def _outcome(self, function: str, job: Job, call: Callable[[], Any]) -> Any:
+        """Runs call, the fenced call that records job's outcome (jobs_fail, jobs_snooze or
+        jobs_cancel), as the Go driver records outcomes: a connection error (a lost
+        connection, a server restart) is retried with a capped backoff, since the call is
+        fenced and repeating it is safe, until shutdown closes the helpers; then one last
+        attempt is made. Any other error is raised: the job runs again once its lease expires."""
+        delay = COMPLETE_RETRY_MIN
+        while True:
+            last = self._closing.is_set()
+            try:
+                return call()
+            except Exception as e:
+                if last or not _retryable(e):
+                    raise
+                log.warning("skiplock: %s of job %d failed; retrying in %.2fs: %s", function, job.id, delay, e)
+                self._closing.wait(delay)
+                delay = min(delay * 2, COMPLETE_RETRY_MAX)
 
     def _record(self, what: str, job: Job, held: bool) -> None:
         if held:
@@ -417,8 +443,14 @@ class Worker:
         job.cancelled.set()
         self.stats.add("timed_out")
         log.warning("skiplock: job %d (%s) timed out after %.3fs", job.id, job.kind, self.timeout)
+        # On a thread of its own: retrying the failure through a lost connection must not hold
+        # up the heartbeats of the other jobs.
+        threading.Thread(target=self._record_timeout, args=(job,), name=f"skiplock-timeout-{job.id}", daemon=True).start()
+
+    def _record_timeout(self, job: Job) -> None:
+        error = f"job timed out after {self.timeout}s"
         try:
-            self._record("failed", job, self.client.fail(job.id, job.attempt, f"job timed out after {self.timeout}s") is not None)
+            self._record("failed", job, self._outcome("jobs_fail", job, lambda: self.client.fail(job.id, job.attempt, error)) is not None)
         except Exception:
             log.exception("skiplock: recording the timeout of job %d failed", job.id)
 

@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 import skiplock
+from helpers import states
 
 
 def row(conn, job_id, cols):
@@ -171,3 +172,21 @@ def test_other_errors_pass_through(client, queue):
 def test_bad_source():
     with pytest.raises(TypeError):
         skiplock.Client(42)
+
+
+def test_unstorable_text_argument_names_parameter(client, conn, queue):
+    # Text PostgreSQL refuses (NUL, or a lone surrogate: an undecodable byte) is an
+    # InvalidArgument naming the parameter, as the SQL functions name theirs, and sends nothing.
+    cases = [
+        (lambda: client.enqueue("k\x00", queue=queue), "kind"),
+        (lambda: client.enqueue("k", queue=queue + "\udcff"), "queue"),
+        (lambda: client.enqueue("k", queue=queue, unique_key="\x00"), "unique_key"),
+        (lambda: client.enqueue_many(["a", "b\x00"], queues=[queue, queue]), "kinds[2]"),
+        (lambda: client.claim("w\udcff", queues=[queue]), "worker"),
+    ]
+    for call, parameter in cases:
+        with pytest.raises(skiplock.InvalidArgument) as e:
+            call()
+        assert e.value.parameter == parameter
+        assert parameter in str(e.value)
+    assert states(conn, queue) == {}

@@ -172,3 +172,79 @@ def test_graceful_shutdown_loses_nothing(client, conn, queue):
     finally:
         w2.stop(wait=True)
     assert set(ran) == set(ids) and set(ran.values()) == {1}
+
+
+def test_unstorable_error_text_is_recorded(client, conn, queue):
+    # A traceback holding NUL and an undecodable byte (a lone surrogate, as os.fsdecode
+    # gives): psycopg refuses both, so unsanitised the outcome was lost until the lease expired.
+    def fail(job):
+        raise ValueError("bad \x00 byte \udcff")
+
+    def give_up(job):
+        raise skiplock.Cancel("gave up on \x00 \udcff")
+
+    failed = client.enqueue("fail", queue=queue, max_attempts=1)
+    cancelled = client.enqueue("give_up", queue=queue, max_attempts=5)
+    w = skiplock.Worker(client, {"fail": fail, "give_up": give_up}, {queue: 2}, lease=60,
+                        poll_interval=0.05, maintain_interval=None).start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"dead": 1, "cancelled": 1}, 10, "both outcomes recorded")
+    finally:
+        w.stop(wait=True)
+    row = client.get(failed)
+    assert row["attempts"] == 1
+    assert "ValueError: bad  byte \ufffd" in row["last_error"] and "\x00" not in row["last_error"]
+    row = client.get(cancelled)
+    assert row["attempts"] == 1 and row["last_error"] == "gave up on  \ufffd"
+    assert w.stats.failed == 1 and w.stats.cancelled == 1
+
+
+def test_outcome_retried_after_connection_loss(client, db_url, conn, queue):
+    # Each outcome call blocks on a row lock the test holds, and its backend is terminated
+    # while it waits: the worker must retry it on a new connection and record it exactly once.
+    outcomes = {"fail": "jobs_fail", "snooze": "jobs_snooze", "cancel": "jobs_cancel"}
+
+    proceed = threading.Event()
+
+    def fail(job):
+        proceed.wait(20)
+        raise RuntimeError("failed once")
+
+    def snooze(job):
+        proceed.wait(20)
+        raise skiplock.Snooze(timedelta(hours=1))
+
+    def cancel(job):
+        proceed.wait(20)
+        raise skiplock.Cancel("cancelled once")
+
+    ids = {kind: client.enqueue(kind, queue=queue, max_attempts=1) for kind in outcomes}
+    blocker = psycopg.connect(db_url)
+    w = skiplock.Worker(client, {"fail": fail, "snooze": snooze, "cancel": cancel}, {queue: 3}, lease=60,
+                        poll_interval=0.05, maintain_interval=None).start()
+    try:
+        wait_for(lambda: states(conn, queue) == {"running": 3}, 10, "the three jobs running")
+        # (claims skip locked rows: lock them only once they are running)
+        blocker.execute("SELECT 1 FROM jobs WHERE id = ANY(%s) FOR UPDATE", (list(ids.values()),))
+        proceed.set()
+        for function in outcomes.values():
+            killed = []
+
+            def kill_blocked():
+                killed.extend(conn.execute(
+                    """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                       WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE %s""",
+                    (f"%{function}(%",)).fetchall())
+                return killed
+
+            wait_for(kill_blocked, 10, f"a blocked {function} to terminate")
+        blocker.commit()
+        wait_for(lambda: states(conn, queue) == {"dead": 1, "queued": 1, "cancelled": 1}, 20, "every outcome recorded")
+    finally:
+        blocker.close()
+        w.stop(wait=True)
+    rows = {kind: conn.execute("SELECT attempts, max_attempts, jsonb_array_length(errors) FROM jobs WHERE id = %s",
+                               (i,)).fetchone() for kind, i in ids.items()}
+    # one failure entry each; a snooze recorded twice would have raised max_attempts twice
+    assert rows == {"fail": (1, 1, 1), "snooze": (1, 2, 0), "cancel": (1, 1, 1)}
+    assert (w.stats.failed, w.stats.snoozed, w.stats.cancelled, w.stats.fenced) == (1, 1, 1, 0)

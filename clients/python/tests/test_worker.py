@@ -82,6 +82,30 @@ def test_timeout_fails_job_and_tells_handler(client, conn, queue):
     assert w.stats.timed_out == 1 and w.stats.completed == 0
 
 
+def test_timeout_recorded_after_connection_loss(client, db_url, conn, queue):
+    # The timeout's jobs_fail blocks on a row lock the test holds and its backend is
+    # terminated: it is retried on a new connection and recorded once.
+    proceed = threading.Event()
+    job_id = client.enqueue("hang", queue=queue, max_attempts=1)
+    w = worker(client, {"hang": lambda job: proceed.wait(20)}, queue, timeout=2).start()
+    blocker = psycopg.connect(db_url)
+    try:
+        wait_for(lambda: states(conn, queue) == {"running": 1}, 10, "the job running")
+        blocker.execute("SELECT 1 FROM jobs WHERE id = %s FOR UPDATE", (job_id,))
+        wait_for(lambda: conn.execute(
+            """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+               WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%%jobs_fail(%%'""").fetchall(),
+            10, "a blocked jobs_fail to terminate")
+        blocker.commit()
+        wait_for(lambda: states(conn, queue) == {"dead": 1}, 20, "the timeout recorded")
+    finally:
+        proceed.set()
+        blocker.close()
+        w.stop(wait=True)
+    assert conn.execute("SELECT jsonb_array_length(errors) FROM jobs WHERE id = %s", (job_id,)).fetchone() == (1,)
+    assert w.stats.timed_out == 1 and w.stats.failed == 1 and w.stats.fenced == 0
+
+
 def test_fenced_result_counted_not_retried(client, conn, queue, caplog):
     started, release = threading.Event(), threading.Event()
 
@@ -206,6 +230,10 @@ def test_worker_rejects_bad_config(client):
         skiplock.Worker(client, {"k": print}, lease=0)
     with pytest.raises(ValueError):
         skiplock.Worker(client, {"k": print}, timeout=0)
+    with pytest.raises(ValueError, match="name must not contain NUL"):
+        skiplock.Worker(client, {"k": print}, name="w\x00")
+    with pytest.raises(ValueError, match="queues"):
+        skiplock.Worker(client, {"k": print}, {"q\udcff": 1})
 
 
 def test_stop_before_run_returns_at_once(client, queue):

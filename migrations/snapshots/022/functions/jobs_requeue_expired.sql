@@ -3,8 +3,8 @@
 -- Promises: every running job with lease_expires_at < now() goes back to queued, ready at
 --           once, or to dead when its attempts have reached max_attempts. last_error says
 --           the lease expired (when, in UTC, whatever the session's TimeZone) and who held
---           it, and the errors history gets the same entry (its newest 100 entries kept, as
---           in jobs_fail, so one job's history can never make a batch fail).
+--           it, and the errors history gets the same entry (_jobs_errors_append: the first
+--           entry and the newest 99 are kept).
 --           The expired attempt stays counted, so the next claim gets a new fencing token
 --           and the old holder's complete/fail/heartbeat are refused. Safe to call from many
 --           sessions at once: rows another session is changing are skipped (SKIP LOCKED),
