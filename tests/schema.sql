@@ -143,12 +143,13 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) IS 'skiplock (private): validates the ids/attempts arrays of the batch functions.';
 
-CREATE FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) RETURNS SETOF skiplock.jobs_claimed
+CREATE FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean DEFAULT false) RETURNS SETOF skiplock.jobs_claimed
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
+    v_settings    refcursor;
     v_q           record;
     v_budget      integer;
     v_at          timestamptz;
@@ -167,15 +168,29 @@ DECLARE
     v_uruns       timestamptz[];
     v_n           integer;
 BEGIN
-    FOR v_q IN
-        SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
-        FROM jobs_queues q
-        WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
-          AND NOT q.paused
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
-        ORDER BY q.queue
-        FOR UPDATE
+    -- The same query twice, because a locking clause cannot be a parameter.
+    IF _jobs_claim_limited.skip_locked_queues THEN
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE;
+    END IF;
     LOOP
+        FETCH v_settings INTO v_q;
+        EXIT WHEN NOT FOUND;
         IF current_setting('transaction_isolation') <> 'read committed' THEN
             RAISE EXCEPTION USING
                 ERRCODE = 'feature_not_supported',
@@ -328,6 +343,7 @@ BEGIN
               ORDER BY t.priority, t.run_at, t.id
               LIMIT v_budget) u;
     END LOOP;
+    CLOSE v_settings;
 
     -- The other requested queues (every queue with queued jobs for queues NULL), minus the
     -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
@@ -395,7 +411,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) IS 'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
+COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean) IS 'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
 
 CREATE FUNCTION skiplock._jobs_completion_deletes() RETURNS boolean
     LANGUAGE sql STABLE
@@ -1157,16 +1173,36 @@ BEGIN
     );
 
     IF jobs_complete_and_claim.max_jobs > 0 THEN
-        -- WITH ORDINALITY numbers the rows in the order jobs_claim returns them.
-        RETURN QUERY
-        SELECT CASE WHEN c.ord = 1 THEN v_completed END,
-               c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
-               c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
-        FROM jobs_claim(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
-                        jobs_complete_and_claim.queues, jobs_complete_and_claim.lease)
-             WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
-                                  c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
-        ORDER BY c.ord;
+        -- jobs_claim's own test for its fast path: with a paused or limited queue among those
+        -- requested, the limited claim is called directly, told to skip the jobs_queues rows
+        -- that others hold (jobs_claim would wait for them, and the completions above with
+        -- it). WITH ORDINALITY numbers the rows in the order the claim returns them.
+        IF EXISTS (
+            SELECT FROM jobs_queues q
+            WHERE (jobs_complete_and_claim.queues IS NULL OR q.queue = ANY (jobs_complete_and_claim.queues))
+              AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+        ) THEN
+            RETURN QUERY
+            SELECT CASE WHEN c.ord = 1 THEN v_completed END,
+                   c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
+                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
+            FROM _jobs_claim_limited(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
+                                     jobs_complete_and_claim.queues, jobs_complete_and_claim.lease,
+                                     skip_locked_queues => true)
+                 WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
+                                      c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
+            ORDER BY c.ord;
+        ELSE
+            RETURN QUERY
+            SELECT CASE WHEN c.ord = 1 THEN v_completed END,
+                   c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
+                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
+            FROM jobs_claim(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
+                            jobs_complete_and_claim.queues, jobs_complete_and_claim.lease)
+                 WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
+                                      c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
+            ORDER BY c.ord;
+        END IF;
         IF FOUND THEN
             RETURN;
         END IF;
@@ -3126,7 +3162,7 @@ REVOKE ALL ON FUNCTION skiplock._jobs_check_bulk_args(func text, states skiplock
 
 REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_completion_deletes() FROM PUBLIC;
 

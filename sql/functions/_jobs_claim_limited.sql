@@ -28,9 +28,18 @@
 --           jobs of such keys waits for them to move. Give every job of a per_key queue a
 --           key to avoid that. Queues without limits in the same call are claimed as
 --           jobs_claim does.
--- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested, and row
---           locks on the claimed jobs (and on candidates not chosen), until the caller's
---           transaction ends.
+--           skip_locked_queues (jobs_complete_and_claim's claim): a limited queue whose
+--           jobs_queues row another transaction holds (a claim of the queue, an operator's
+--           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) gives
+--           nothing in this call instead of being waited for, so the call never waits on a
+--           lock; the other requested queues are claimed as usual. Without it (jobs_claim)
+--           the call waits for such a row, so a queue is skipped only when it is paused or
+--           at a limit.
+-- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested (with
+--           skip_locked_queues only those no other transaction holds, SKIP LOCKED), and
+--           row locks on the claimed jobs (and on candidates not chosen, all taken SKIP
+--           LOCKED), until the caller's transaction ends. Waits for nothing with
+--           skip_locked_queues; without it, waits only for the jobs_queues rows.
 -- States:   queued -> running, as jobs_claim; appends to jobs_queue_starts and trims from it
 --           the starts older than one window.
 -- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
@@ -44,7 +53,8 @@ CREATE OR REPLACE FUNCTION _jobs_claim_limited(
     worker   text,
     max_jobs integer,
     queues   text[],
-    lease    interval
+    lease    interval,
+    skip_locked_queues boolean DEFAULT false
 )
 RETURNS SETOF jobs_claimed
 LANGUAGE plpgsql
@@ -52,6 +62,7 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
+    v_settings    refcursor;
     v_q           record;
     v_budget      integer;
     v_at          timestamptz;
@@ -70,15 +81,29 @@ DECLARE
     v_uruns       timestamptz[];
     v_n           integer;
 BEGIN
-    FOR v_q IN
-        SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
-        FROM jobs_queues q
-        WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
-          AND NOT q.paused
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
-        ORDER BY q.queue
-        FOR UPDATE
+    -- The same query twice, because a locking clause cannot be a parameter.
+    IF _jobs_claim_limited.skip_locked_queues THEN
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE;
+    END IF;
     LOOP
+        FETCH v_settings INTO v_q;
+        EXIT WHEN NOT FOUND;
         IF current_setting('transaction_isolation') <> 'read committed' THEN
             RAISE EXCEPTION USING
                 ERRCODE = 'feature_not_supported',
@@ -231,6 +256,7 @@ BEGIN
               ORDER BY t.priority, t.run_at, t.id
               LIMIT v_budget) u;
     END LOOP;
+    CLOSE v_settings;
 
     -- The other requested queues (every queue with queued jobs for queues NULL), minus the
     -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
@@ -298,5 +324,5 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION _jobs_claim_limited(text, integer, text[], interval) IS
+COMMENT ON FUNCTION _jobs_claim_limited(text, integer, text[], interval, boolean) IS
     'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';

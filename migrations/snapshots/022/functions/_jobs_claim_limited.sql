@@ -1,0 +1,328 @@
+-- _jobs_claim_limited: jobs_claim when a requested queue is paused or limited.
+--
+-- Promises: what jobs_claim promises (its arguments are already checked), and that no claim
+--           takes a job of a paused queue or takes a queue over its limits:
+--           - max_running: at most that many jobs of the queue are running at any instant;
+--           - per_key: at most that many running jobs of the queue share a concurrency_key
+--             (jobs without a key count against max_running only);
+--           - max_starts per per: in any window of length per, at most max_starts jobs of
+--             the queue are claimed.
+--           Exact, without counters: a limited queue's jobs_queues row is locked FOR UPDATE
+--           (in queue-name order across queues, so claimers cannot deadlock) until the
+--           claiming transaction ends, so claims of the queue take turns; in READ COMMITTED
+--           every statement after the lock takes a new snapshot and so sees the committed
+--           claims of the previous holder. The queue's running jobs are then counted, walking
+--           jobs_running_lease_idx (every running job, of any queue: no index of running jobs
+--           per queue, which every claim would pay for): a slot comes back as soon as its job
+--           leaves running by any path (complete, complete_many, fail, snooze, cancel,
+--           requeue_expired), with no bookkeeping to leak. Rate limits keep a sliding log (jobs_queue_starts) of the
+--           last window's starts under the same lock. A limit below the running count
+--           (lowered meanwhile) gives no jobs until running falls below it.
+--           Order without head-of-line blocking: with per_key, the best jobs of each key
+--           that has room are candidates (one probe of jobs_ready_key_idx per key), so a
+--           key at its limit holds back no other key, and one call never takes a key over
+--           per_key. Jobs without a key in such a queue are looked for among the queue's
+--           best (room + 100) ready jobs, and only ahead of the last keyed candidate when
+--           there are enough keyed ones: the bound keeps the claim from walking every job of
+--           a key at its limit, at the price that an unkeyed job behind more than 100 ready
+--           jobs of such keys waits for them to move. Give every job of a per_key queue a
+--           key to avoid that. Queues without limits in the same call are claimed as
+--           jobs_claim does.
+--           skip_locked_queues (jobs_complete_and_claim's claim): a limited queue whose
+--           jobs_queues row another transaction holds (a claim of the queue, an operator's
+--           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) gives
+--           nothing in this call instead of being waited for, so the call never waits on a
+--           lock; the other requested queues are claimed as usual. Without it (jobs_claim)
+--           the call waits for such a row, so a queue is skipped only when it is paused or
+--           at a limit.
+-- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested (with
+--           skip_locked_queues only those no other transaction holds, SKIP LOCKED), and
+--           row locks on the claimed jobs (and on candidates not chosen, all taken SKIP
+--           LOCKED), until the caller's transaction ends. Waits for nothing with
+--           skip_locked_queues; without it, waits only for the jobs_queues rows.
+-- States:   queued -> running, as jobs_claim; appends to jobs_queue_starts and trims from it
+--           the starts older than one window.
+-- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
+--           now() too. A claim whose now() is a whole window (per) behind the queue's
+--           latest logged start (its transaction began long before it claimed) takes
+--           nothing from that queue: its retry in a new transaction does.
+-- Errors:   0A000 when a requested queue has a limit and the transaction is REPEATABLE READ
+--           or SERIALIZABLE: its snapshot predates the previous claimer's commit, so the
+--           count would be stale and the limit could be exceeded.
+CREATE OR REPLACE FUNCTION _jobs_claim_limited(
+    worker   text,
+    max_jobs integer,
+    queues   text[],
+    lease    interval,
+    skip_locked_queues boolean DEFAULT false
+)
+RETURNS SETOF jobs_claimed
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_settings    refcursor;
+    v_q           record;
+    v_budget      integer;
+    v_at          timestamptz;
+    v_limited     text[]        := '{}';
+    v_rate_queues text[]        := '{}';
+    -- Candidates of the limited queues, each queue within its budget.
+    v_ids         bigint[]      := '{}';
+    v_pris        integer[]     := '{}';
+    v_run_ats     timestamptz[] := '{}';
+    -- Keyed and unkeyed candidates of one per_key queue.
+    v_kids        bigint[];
+    v_kpris       integer[];
+    v_kruns       timestamptz[];
+    v_uids        bigint[];
+    v_upris       integer[];
+    v_uruns       timestamptz[];
+    v_n           integer;
+BEGIN
+    -- The same query twice, because a locking clause cannot be a parameter.
+    IF _jobs_claim_limited.skip_locked_queues THEN
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE;
+    END IF;
+    LOOP
+        FETCH v_settings INTO v_q;
+        EXIT WHEN NOT FOUND;
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'feature_not_supported',
+                MESSAGE = format('jobs_claim: queue %s has a concurrency or rate limit, which needs a READ COMMITTED transaction (this one is %s)',
+                                 v_q.queue, current_setting('transaction_isolation')),
+                HINT    = 'Call jobs_claim in autocommit or a READ COMMITTED transaction.';
+        END IF;
+        v_limited := v_limited || v_q.queue;
+
+        -- Each statement from here takes a new snapshot, after the row lock was granted.
+        v_budget := _jobs_claim_limited.max_jobs;
+        IF v_q.max_running IS NOT NULL THEN
+            v_budget := least(v_budget, v_q.max_running - (
+                SELECT count(*)::integer FROM jobs j
+                WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
+        END IF;
+        IF v_q.max_starts IS NOT NULL THEN
+            -- Starts are logged at now(), which is not monotonic across claims (a claim's
+            -- transaction may have begun before the previous claim's). Any window of length
+            -- per that contains now() lies within (now() - per, now() + per), so counting
+            -- every start after now() - per, later ones included, bounds every such window.
+            -- The log is trimmed by its latest start, never by now(), and a claim whose now()
+            -- is a whole window behind the latest start takes nothing: the starts it would
+            -- have to count are then never trimmed before it looks.
+            SELECT max(s.started_at) INTO v_at FROM jobs_queue_starts s WHERE s.queue = v_q.queue;
+            IF now() <= v_at - v_q.per THEN
+                v_budget := 0;
+            ELSE
+                DELETE FROM jobs_queue_starts s WHERE s.queue = v_q.queue AND s.started_at <= v_at - 2 * v_q.per;
+                v_budget := least(v_budget, v_q.max_starts - (
+                    SELECT count(*)::integer FROM jobs_queue_starts s
+                    WHERE s.queue = v_q.queue AND s.started_at > now() - v_q.per));
+            END IF;
+            v_rate_queues := v_rate_queues || v_q.queue;
+        END IF;
+        CONTINUE WHEN v_budget <= 0;
+
+        IF v_q.per_key IS NULL THEN
+            SELECT v_ids || coalesce(array_agg(c.id), '{}'),
+                   v_pris || coalesce(array_agg(c.priority), '{}'),
+                   v_run_ats || coalesce(array_agg(c.run_at), '{}')
+            INTO v_ids, v_pris, v_run_ats
+            FROM (SELECT j.id, j.priority, j.run_at
+                  FROM jobs j
+                  WHERE j.state = 'queued'
+                    AND j.queue = v_q.queue
+                    AND j.run_at <= now()
+                  ORDER BY j.priority, j.run_at, j.id
+                  LIMIT v_budget
+                  FOR NO KEY UPDATE SKIP LOCKED) c;
+            CONTINUE;
+        END IF;
+
+        -- per_key: the best jobs of every key with room (a skip scan of jobs_ready_key_idx
+        -- finds the keys), then the best v_budget of those.
+        WITH RECURSIVE keys AS (
+            (SELECT j.concurrency_key AS key
+             FROM jobs j
+             WHERE j.state = 'queued' AND j.queue = v_q.queue AND j.concurrency_key IS NOT NULL
+             ORDER BY j.concurrency_key
+             LIMIT 1)
+            UNION ALL
+            SELECT (SELECT j.concurrency_key
+                    FROM jobs j
+                    WHERE j.state = 'queued' AND j.queue = v_q.queue AND j.concurrency_key > k.key
+                    ORDER BY j.concurrency_key
+                    LIMIT 1)
+            FROM keys k
+            WHERE k.key IS NOT NULL
+        ), running AS (
+            SELECT j.concurrency_key AS key, count(*)::integer AS n
+            FROM jobs j
+            WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL AND j.concurrency_key IS NOT NULL
+            GROUP BY j.concurrency_key
+        ), picked AS (
+            SELECT c.id, c.priority, c.run_at
+            FROM keys k
+            LEFT JOIN running r ON r.key = k.key
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.run_at
+                FROM jobs j
+                WHERE j.state = 'queued'
+                  AND j.queue = v_q.queue
+                  AND j.concurrency_key = k.key
+                  AND j.run_at <= now()
+                ORDER BY j.priority, j.run_at, j.id
+                LIMIT greatest(0, least(v_budget, v_q.per_key - coalesce(r.n, 0)))
+                FOR NO KEY UPDATE SKIP LOCKED
+            ) c
+            WHERE k.key IS NOT NULL
+            ORDER BY c.priority, c.run_at, c.id
+            LIMIT v_budget
+        )
+        SELECT coalesce(array_agg(p.id ORDER BY p.priority, p.run_at, p.id), '{}'),
+               coalesce(array_agg(p.priority ORDER BY p.priority, p.run_at, p.id), '{}'),
+               coalesce(array_agg(p.run_at ORDER BY p.priority, p.run_at, p.id), '{}')
+        INTO v_kids, v_kpris, v_kruns
+        FROM picked p;
+
+        -- Jobs without a key: only those ahead of the last keyed candidate can make the
+        -- cut when there are enough keyed ones; otherwise look a bounded way ahead (two
+        -- statements, so that the bound is an index condition, not a filter).
+        v_n := cardinality(v_kids);
+        IF v_n >= v_budget THEN
+            SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_uids, v_upris, v_uruns
+            FROM (SELECT j.id, j.priority, j.run_at
+                  FROM jobs j
+                  WHERE j.id = ANY (ARRAY(
+                          SELECT s.id
+                          FROM (SELECT j2.id, j2.concurrency_key
+                                FROM jobs j2
+                                WHERE j2.state = 'queued'
+                                  AND j2.queue = v_q.queue
+                                  AND j2.run_at <= now()
+                                  AND (j2.priority, j2.run_at, j2.id) < (v_kpris[v_n], v_kruns[v_n], v_kids[v_n])
+                                ORDER BY j2.priority, j2.run_at, j2.id
+                                LIMIT v_budget + 100) s
+                          WHERE s.concurrency_key IS NULL
+                          LIMIT v_budget))
+                    AND j.state = 'queued'
+                    AND j.run_at <= now()
+                  FOR NO KEY UPDATE SKIP LOCKED) c;
+        ELSE
+            SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_uids, v_upris, v_uruns
+            FROM (SELECT j.id, j.priority, j.run_at
+                  FROM jobs j
+                  WHERE j.id = ANY (ARRAY(
+                          SELECT s.id
+                          FROM (SELECT j2.id, j2.concurrency_key
+                                FROM jobs j2
+                                WHERE j2.state = 'queued'
+                                  AND j2.queue = v_q.queue
+                                  AND j2.run_at <= now()
+                                ORDER BY j2.priority, j2.run_at, j2.id
+                                LIMIT v_budget + 100) s
+                          WHERE s.concurrency_key IS NULL))
+                    AND j.state = 'queued'
+                    AND j.run_at <= now()
+                  FOR NO KEY UPDATE SKIP LOCKED) c;
+        END IF;
+
+        SELECT v_ids || coalesce(array_agg(u.id), '{}'),
+               v_pris || coalesce(array_agg(u.priority), '{}'),
+               v_run_ats || coalesce(array_agg(u.run_at), '{}')
+        INTO v_ids, v_pris, v_run_ats
+        FROM (SELECT t.id, t.priority, t.run_at
+              FROM unnest(v_kids || v_uids, v_kpris || v_upris, v_kruns || v_uruns) AS t(id, priority, run_at)
+              ORDER BY t.priority, t.run_at, t.id
+              LIMIT v_budget) u;
+    END LOOP;
+    CLOSE v_settings;
+
+    -- The other requested queues (every queue with queued jobs for queues NULL), minus the
+    -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
+    RETURN QUERY
+    WITH RECURSIVE all_queues AS (
+        (SELECT j.queue FROM jobs j WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.queue FROM jobs j
+                WHERE j.state = 'queued' AND j.queue > a.queue
+                ORDER BY j.queue LIMIT 1)
+        FROM all_queues a
+        WHERE a.queue IS NOT NULL
+    ), wanted AS (
+        SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND _jobs_claim_limited.queues IS NULL
+        UNION
+        SELECT q.queue FROM unnest(_jobs_claim_limited.queues) AS q(queue)
+    ), unlimited AS (
+        SELECT w.queue
+        FROM wanted w
+        WHERE w.queue <> ALL (v_limited)
+          -- Not only paused ones: a queue with settings that this call did not lock (paused
+          -- when the loop looked and resumed since, or limited since) gives nothing now; the
+          -- resume's NOTIFY wakes the next claim, which takes the locked path.
+          AND NOT EXISTS (SELECT FROM jobs_queues q
+                          WHERE q.queue = w.queue
+                            AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL
+                                 OR q.max_starts IS NOT NULL))
+    ), candidates AS (
+        SELECT c.id, c.priority, c.run_at
+        FROM unlimited u
+        CROSS JOIN LATERAL (
+            SELECT j.id, j.priority, j.run_at
+            FROM jobs j
+            WHERE j.state = 'queued'
+              AND j.queue = u.queue
+              AND j.run_at <= now()
+            ORDER BY j.priority, j.run_at, j.id
+            LIMIT _jobs_claim_limited.max_jobs
+            FOR NO KEY UPDATE SKIP LOCKED
+        ) c
+        UNION ALL
+        SELECT t.id, t.priority, t.run_at FROM unnest(v_ids, v_pris, v_run_ats) AS t(id, priority, run_at)
+    ), picked AS (
+        SELECT c.id FROM candidates c
+        ORDER BY c.priority, c.run_at, c.id
+        LIMIT _jobs_claim_limited.max_jobs
+    ), claimed AS (
+        UPDATE jobs j
+        SET state = 'running',
+            attempts = j.attempts + 1,
+            lease_holder = _jobs_claim_limited.worker,
+            lease_expires_at = now() + _jobs_claim_limited.lease,
+            started_at = now()
+        -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
+        WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
+        RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
+                  j.lease_expires_at, j.created_at, j.meta
+    ), logged AS (
+        INSERT INTO jobs_queue_starts (queue, started_at)
+        SELECT c.queue, now()
+        FROM claimed c
+        WHERE c.queue = ANY (v_rate_queues)
+    )
+    SELECT c.* FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+END;
+$$;
+
+COMMENT ON FUNCTION _jobs_claim_limited(text, integer, text[], interval, boolean) IS
+    'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
