@@ -30,11 +30,21 @@
 --           jobs_claim does.
 --           skip_locked_queues (jobs_complete_and_claim's claim): a limited queue whose
 --           jobs_queues row another transaction holds (a claim of the queue, an operator's
---           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) gives
---           nothing in this call instead of being waited for, so the call never waits on a
---           lock; the other requested queues are claimed as usual. Without it (jobs_claim)
---           the call waits for such a row, so a queue is skipped only when it is paused or
---           at a limit.
+--           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) is not
+--           waited for, so the call never waits on a lock; the other requested queues are
+--           claimed as usual. Such a queue gives nothing, except a slot handover: when the
+--           caller's own transaction has just taken freed_slots[i] jobs of queue
+--           freed_queues[i] out of running (its completions), and the queue has max_running
+--           and no other limit (and is not paused, as this transaction sees it), up to that
+--           many of its jobs are claimed without the row, within max_running as counted
+--           here. Exact all the same: the queue's running total does not grow by such a claim
+--           (it takes at most what the same commit gives back), and a holder of the row
+--           counts either both the completions and the handover or neither, whichever side of
+--           this commit its snapshot is; handovers of other transactions each take at most
+--           their own. Not with per_key (the freed and the taken jobs' keys would have to
+--           match) nor a rate limit (every start goes into the log, which only the row's
+--           holder writes). Without skip_locked_queues (jobs_claim) the call waits for such
+--           a row, so a queue is skipped only when it is paused or at a limit.
 -- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested (with
 --           skip_locked_queues only those no other transaction holds, SKIP LOCKED), and
 --           row locks on the claimed jobs (and on candidates not chosen, all taken SKIP
@@ -54,7 +64,9 @@ CREATE OR REPLACE FUNCTION _jobs_claim_limited(
     max_jobs integer,
     queues   text[],
     lease    interval,
-    skip_locked_queues boolean DEFAULT false
+    skip_locked_queues boolean DEFAULT false,
+    freed_queues       text[]  DEFAULT '{}',
+    freed_slots        integer[] DEFAULT '{}'
 )
 RETURNS SETOF jobs_claimed
 LANGUAGE plpgsql
@@ -258,6 +270,38 @@ BEGIN
     END LOOP;
     CLOSE v_settings;
 
+    -- Queues skipped above because another transaction holds their row: only slots handed
+    -- over by this transaction's own completions (see the header), max_running alone.
+    IF _jobs_claim_limited.skip_locked_queues AND cardinality(_jobs_claim_limited.freed_queues) > 0 THEN
+        FOR v_q IN
+            SELECT q.queue, q.max_running, f.n
+            FROM unnest(_jobs_claim_limited.freed_queues, _jobs_claim_limited.freed_slots) AS f(queue, n)
+            JOIN jobs_queues q ON q.queue = f.queue
+            WHERE q.queue <> ALL (v_limited)
+              AND (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND q.max_running IS NOT NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+            ORDER BY q.queue
+        LOOP
+            v_budget := least(_jobs_claim_limited.max_jobs, v_q.n, v_q.max_running - (
+                SELECT count(*)::integer FROM jobs j
+                WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
+            CONTINUE WHEN v_budget <= 0;
+            SELECT v_ids || coalesce(array_agg(c.id), '{}'),
+                   v_pris || coalesce(array_agg(c.priority), '{}'),
+                   v_run_ats || coalesce(array_agg(c.run_at), '{}')
+            INTO v_ids, v_pris, v_run_ats
+            FROM (SELECT j.id, j.priority, j.run_at
+                  FROM jobs j
+                  WHERE j.state = 'queued'
+                    AND j.queue = v_q.queue
+                    AND j.run_at <= now()
+                  ORDER BY j.priority, j.run_at, j.id
+                  LIMIT v_budget
+                  FOR NO KEY UPDATE SKIP LOCKED) c;
+        END LOOP;
+    END IF;
+
     -- The other requested queues (every queue with queued jobs for queues NULL), minus the
     -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
     RETURN QUERY
@@ -324,5 +368,5 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION _jobs_claim_limited(text, integer, text[], interval, boolean) IS
+COMMENT ON FUNCTION _jobs_claim_limited(text, integer, text[], interval, boolean, text[], integer[]) IS
     'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
