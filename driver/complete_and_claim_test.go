@@ -2,12 +2,18 @@ package driver_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skiplock/skiplock/driver"
 	"github.com/skiplock/skiplock/tests/pgtest"
@@ -202,4 +208,155 @@ func TestCompletionWithoutCompleteAndClaim(t *testing.T) {
 	waitUntil(t, 20*time.Second, "every job done", func() bool {
 		return queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state = 'done' AND attempts = 1") == n
 	})
+}
+
+// replyTrap is a net.Conn that, once armed, drops the next bytes the server sends and
+// closes the connection: a call whose reply is lost after it committed.
+type replyTrap struct {
+	net.Conn
+	armed atomic.Bool
+}
+
+func (c *replyTrap) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.armed.Load() {
+		_ = c.Conn.Close()
+		return 0, errors.New("test: reply dropped")
+	}
+	return n, err
+}
+
+// trappedPool is a pool whose connections are replyTraps, found by their backend's pid.
+func trappedPool(t *testing.T, url string) (*pgxpool.Pool, func(pid int) *replyTrap) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 20
+	var mu sync.Mutex
+	traps := map[uint32]*replyTrap{}
+	var dialer net.Dialer
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &replyTrap{Conn: c}, nil
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		trap, ok := c.PgConn().Conn().(*replyTrap)
+		if !ok {
+			return fmt.Errorf("connection is a %T, not the replyTrap dialled", c.PgConn().Conn())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		traps[c.PgConn().PID()] = trap
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, func(pid int) *replyTrap {
+		mu.Lock()
+		defer mu.Unlock()
+		return traps[uint32(pid)]
+	}
+}
+
+// A completion call that committed but whose reply was lost is retried; the retry finds the
+// job done already (by that very call), and the hook hears that it completed, not that it
+// was lost. Both forms of the call: jobs_complete_and_claim (the fetch loop's first claim
+// filled its batch, so it wants more and has a free slot) and jobs_complete_many (on a
+// schema without jobs_complete_and_claim, so that no claim of the loop can make the call
+// the combined one); and with done_retention 0, where the call deletes the job, so that the
+// retry finds none (within the job's lease, no other worker can have taken it).
+func TestCompletionReplyLostAfterCommit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		call    string
+		deletes bool // done_retention 0: the completion deletes the job
+	}{
+		{"CompleteAndClaim", "jobs_complete_and_claim", false},
+		{"CompleteMany", "jobs_complete_many", false},
+		{"CompleteAndClaimDeleting", "jobs_complete_and_claim", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			if tc.deletes {
+				if _, err := b.pool.Exec(context.Background(), "UPDATE jobs_settings SET done_retention = '0'"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.call == "jobs_complete_many" {
+				if _, err := b.pool.Exec(context.Background(),
+					"DROP FUNCTION jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval)"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pool, trapOf := trappedPool(t, b.url)
+			started := make(chan struct{})
+			proceed := make(chan struct{})
+			hs := driver.NewHandlers()
+			driver.AddHandler(hs, "first", func(ctx context.Context, job *driver.Job[struct{}]) error {
+				close(started)
+				<-proceed
+				return nil
+			}, nil)
+			rec := &cycleRecorder{}
+			cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 2, BatchSize: 1}})
+			cfg.FetchCooldown = time.Minute // the loop claims once; a completion may claim for it
+			cfg.PollInterval = time.Minute  // and no poll gives the loop a reason to claim
+			cfg.Lease = time.Minute
+			cfg.RequeueInterval = -1
+			cfg.CompleteBatchSize = 1
+			cfg.Hook = rec
+
+			id := mustEnqueue(t, b.pool, "first", nil, nil)
+			startClient(t, pool, cfg)
+			<-started
+			// Hold the job's row, so that its completion call waits where its connection can
+			// be armed; then let it commit and lose its reply.
+			blocker := pgtest.NewConn(t, b.url)
+			ctx := context.Background()
+			if _, err := blocker.Exec(ctx, "BEGIN"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := blocker.Exec(ctx, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", id); err != nil {
+				t.Fatal(err)
+			}
+			close(proceed)
+			var pid int
+			waitUntil(t, 10*time.Second, "a blocked "+tc.call, func() bool {
+				pid = queryInt(t, b.pool, `SELECT coalesce(min(pid), 0) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, tc.call)
+				return pid != 0
+			})
+			trap := trapOf(pid)
+			if trap == nil {
+				t.Fatalf("no connection of the client's pool has backend pid %d", pid)
+			}
+			trap.armed.Store(true)
+			if _, err := blocker.Exec(ctx, "COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 10*time.Second, "the job's outcome reported", func() bool {
+				return rec.completed.Load()+rec.lost.Load() > 0
+			})
+			if tc.deletes {
+				if n := queryInt(t, b.pool, "SELECT count(*) FROM jobs"); n != 0 {
+					t.Fatalf("%d jobs left, want the completed one deleted", n)
+				}
+			} else if j := getJob(t, b.pool, id); j.State != "done" || j.Attempts != 1 {
+				t.Fatalf("job = %+v, want done at attempt 1", j)
+			}
+			if c, l := rec.completed.Load(), rec.lost.Load(); c != 1 || l != 0 {
+				t.Fatalf("%d completed and %d lost events, want 1 completed and none lost", c, l)
+			}
+		})
+	}
 }

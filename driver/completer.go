@@ -2,9 +2,13 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // completer batches the completions of successful jobs into jobs_complete_many calls: a
@@ -18,7 +22,15 @@ import (
 // call (jobs_complete_and_claim): one commit instead of two, and a second claim in flight
 // beside the loop's own. A retried call claims again, as a new claim; the claim of a call
 // that failed is never seen, so none of its jobs starts twice: if it committed, they come
-// back when their lease expires, like any claim whose result was lost.
+// back when their lease expires, like any claim whose result was lost. Its completions, if
+// it committed, are found by the retry no longer held: confirmEarlierCommit tells those
+// from jobs really lost, so the hook hears that they completed.
+//
+// The claim of such a call never waits for a lock (jobs_complete_and_claim skips a limited
+// queue whose jobs_queues row another transaction holds), so an operator's open
+// transaction on the queue's settings, or a long claim, holds no completion back. A call
+// that skipped the loop's queue claims fewer jobs than it reserved; giving the slots back
+// wakes the loop, which claims them with its own jobs_claim (that one waits its turn).
 type completer struct {
 	c         *Client
 	batchSize int
@@ -176,10 +188,18 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 		cp.attempts = append(cp.attempts, int32(cm.ex.row.Attempt))
 	}
 	var b backoff
+	mayHaveCommitted := false // a failed attempt may have committed before its reply was lost
 	for {
+		sent := time.Now()
 		err := cp.call(ctx)
 		if err == nil {
+			if mayHaveCommitted && len(cp.done) < len(batch) {
+				cp.confirmEarlierCommit(ctx, batch, sent)
+			}
 			break
+		}
+		if !pgconn.SafeToRetry(err) {
+			mayHaveCommitted = true
 		}
 		if ctx.Err() != nil || !retryable(err) {
 			c.logger.Error("failed to record job completions; those jobs run again after their lease expires",
@@ -194,6 +214,47 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 		}
 	}
 	c.reportCompletions(batch, cp.done)
+}
+
+// confirmEarlierCommit looks up the jobs of batch that a retried call did not complete
+// (its pairs were no longer held) when an earlier attempt of the call may have committed
+// without its reply arriving: a job done at the attempt this worker held was completed by
+// that attempt, and so was a job that no longer exists while its lease had not run out when
+// the retry was sent (until then no other worker could have taken it over, so only this
+// worker's completion, deleting it with done_retention 0, can have removed it). Those join
+// cp.done. Any other job was really lost (its lease expired and it was taken back, or it
+// was cancelled), and so is each job when the look-up fails.
+func (cp *completer) confirmEarlierCommit(ctx context.Context, batch []completion, retrySent time.Time) {
+	qctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	b := &pgx.Batch{}
+	var asked []*execution
+	for _, cm := range batch {
+		if _, ok := cp.done[cm.ex.row.ID]; !ok {
+			asked = append(asked, cm.ex)
+			b.Queue(jobStateSQL, cm.ex.row.ID)
+		}
+	}
+	res := cp.c.pool.SendBatch(qctx, b)
+	defer res.Close()
+	for _, ex := range asked {
+		var state string
+		var attempts int32
+		switch err := res.QueryRow().Scan(&state, &attempts); {
+		case err == nil:
+			if state == string(JobStateDone) && int(attempts) == ex.row.Attempt {
+				cp.done[ex.row.ID] = struct{}{}
+			}
+		case errors.Is(err, pgx.ErrNoRows):
+			if ex.leaseUntil.Load() > retrySent.UnixNano() {
+				cp.done[ex.row.ID] = struct{}{}
+			}
+		default:
+			cp.c.logger.Warn("failed to look up jobs whose completion may have been recorded without its reply arriving; reporting them as lost",
+				slog.Int("jobs", len(asked)), slog.Any("error", err))
+			return
+		}
+	}
 }
 
 // reportCompletions logs the completions of batch that were refused and, with a hook,

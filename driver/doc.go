@@ -138,7 +138,11 @@
 // slot it asked for, or a notification or the poll woke it), a batch also claims for it, in
 // one jobs_complete_and_claim call: one commit instead of two. A retried batch claims anew;
 // the claim of a call whose result was lost never starts, and its jobs come back when their
-// lease expires, like any lost claim.
+// lease expires, like any lost claim. When the lost result's call had committed, the retry
+// finds its completions done already, and the [Hook] still hears [EventCompleted] for them.
+// That claim never waits for a lock: it skips a limited queue whose settings row another
+// transaction holds (an operator changing the limit, another claim), so completions are
+// never held back behind it, and the fetch loop then claims the queue with its own call.
 //
 // # Claiming ahead
 //

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skiplock/skiplock/driver"
+	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
 // A paused queue's fetch loop does not spin: its claims come back empty and it waits like an
@@ -219,5 +220,119 @@ func TestEnqueueConcurrencyKey(t *testing.T) {
 	var inv *driver.InvalidError
 	if !errors.As(err, &inv) || inv.Field != "concurrency_key" {
 		t.Fatalf("Enqueue with a 201-byte key: %v, want an InvalidError for concurrency_key", err)
+	}
+}
+
+// An operator's transaction holding a limited queue's jobs_queues row (an open
+// jobs_set_concurrency) for longer than the lease holds back no completion: every job that
+// finishes meanwhile is done at once, none waits for its lease to lapse and runs again, and
+// each is reported completed once. The completions go out as jobs_complete_and_claim calls
+// (the fetch loop's cooldown leaves the claims to them), whose claim skips the held queue;
+// the loop's own claim then waits for the row, which holds no completion back.
+// The row is held past the driver's call timeout (10 s) when the completions do not get
+// through, so that a waiting call times out and its jobs' lapsed leases are taken back (by
+// a session standing for other workers' maintenance) before its retry completes them.
+func TestCompletionsDoNotWaitForHeldQueueRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const n = 5
+	if _, err := b.pool.Exec(ctx, "SELECT jobs_set_concurrency('api', 10)"); err != nil {
+		t.Fatal(err)
+	}
+	var runs sync.Map // job id -> *atomic.Int32
+	var started atomic.Int32
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "slow", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		v, _ := runs.LoadOrStore(job.ID, new(atomic.Int32))
+		v.(*atomic.Int32).Add(1)
+		started.Add(1)
+		select {
+		case <-time.After(time.Second):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}, nil)
+	rec := &cycleRecorder{}
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"api": {Slots: n, BatchSize: n}})
+	cfg.Lease = 2 * time.Second
+	cfg.RequeueInterval = 100 * time.Millisecond // a lapsed lease is taken back at once
+	// The loop's next claim waits out 3 s after its first: the jobs' completions (after 1 s)
+	// claim for it, as jobs_complete_and_claim calls.
+	cfg.FetchCooldown = 3 * time.Second
+	cfg.Hook = rec
+	params := make([]driver.EnqueueParams, n)
+	for i := range params {
+		params[i] = driver.EnqueueParams{Kind: "slow", Opts: &driver.EnqueueOpts{Queue: "api"}}
+	}
+	if _, err := driver.EnqueueMany(ctx, b.pool, params); err != nil {
+		t.Fatal(err)
+	}
+	startClient(t, b.pool, cfg)
+	waitUntil(t, 10*time.Second, "every job started", func() bool { return started.Load() == n })
+
+	// Other workers' maintenance, every 10 ms: a lapsed lease is taken back as soon as no
+	// call holds the job's row (a timed-out call's retry is 50 ms later).
+	requeuer := pgtest.NewConn(t, b.url)
+	requeueCtx, stopRequeue := context.WithCancel(ctx)
+	var requeuing sync.WaitGroup
+	requeuing.Go(func() {
+		for requeueCtx.Err() == nil {
+			_, _ = requeuer.Exec(requeueCtx, "SELECT jobs_requeue_expired()")
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	defer requeuing.Wait()
+	defer stopRequeue()
+
+	operator := pgtest.NewConn(t, b.url)
+	if _, err := operator.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operator.Exec(ctx, "SELECT jobs_set_concurrency('api', 10)"); err != nil {
+		t.Fatal(err)
+	}
+	held := time.Now()
+	allDone := func() bool {
+		return queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state = 'done'") == n
+	}
+	// The jobs end about a second after they started; their completions must commit while
+	// the row is held. Past the lease they would be taken back.
+	doneWhileHeld := false
+	for deadline := held.Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if doneWhileHeld = allDone(); doneWhileHeld {
+			break
+		}
+	}
+	if !doneWhileHeld {
+		t.Errorf("%d of %d jobs done after the queue's row was held for %s: their completions wait behind it",
+			queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state = 'done'"), n, time.Since(held).Round(time.Millisecond))
+		time.Sleep(time.Until(held.Add(13 * time.Second))) // past the call timeout
+	} else {
+		time.Sleep(time.Until(held.Add(2 * cfg.Lease))) // past the lease of every job
+	}
+	if _, err := operator.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+
+	waitUntil(t, 30*time.Second, "every job done", allDone)
+	waitUntil(t, 10*time.Second, "a completed event per job", func() bool { return rec.completed.Load() >= n })
+	if bad := queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE attempts <> 1"); bad != 0 {
+		t.Errorf("%d jobs done at a later attempt than 1: they ran again", bad)
+	}
+	runs.Range(func(id, v any) bool {
+		if r := v.(*atomic.Int32).Load(); r != 1 {
+			t.Errorf("job %d ran %d times, want once", id, r)
+		}
+		return true
+	})
+	if c, l := rec.completed.Load(), rec.lost.Load(); c != n || l != 0 {
+		t.Errorf("%d completed and %d lost events, want %d and 0", c, l, n)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.carrying) == 0 {
+		t.Error("no completion went out with a claim (jobs_complete_and_claim): the test did not exercise it")
 	}
 }

@@ -62,6 +62,13 @@ const completeSQL = `SELECT jobs_complete($1, $2)`
 // held at its attempt.
 const completeManySQL = `SELECT id FROM jobs_complete_many($1, $2) AS t(id)`
 
+// jobStateSQL calls jobs_get(id) for the completer, after a completion call that may have
+// committed but whose reply was lost, about the jobs its retry did not complete. Relies on:
+// the job's state and attempts (state done at the attempt the worker held: that call
+// completed it), or no row for a job that no longer exists (deleted by its completion with
+// done_retention 0, or since).
+const jobStateSQL = `SELECT state::text, attempts FROM jobs_get($1)`
+
 // failSQL calls jobs_fail(id, attempt, error, retry_at) when a handler fails; retry_at is
 // NULL for the backoff of jobs_backoff. Relies on: the job's new state, queued (to be
 // retried) or dead, or NULL when the job was no longer held.

@@ -24,6 +24,14 @@
 -- jsonb's 268435455-byte limit, after which its jobs_fail and every jobs_requeue_expired batch
 -- holding it raised 54000. Existing longer histories are trimmed at their next entry.
 --
+-- jobs_complete_and_claim no longer waits for a limited queue's jobs_queues row. Its claim
+-- used jobs_claim, which takes that row FOR UPDATE: any transaction holding it (an operator's
+-- open jobs_set_concurrency or jobs_pause, a long claim) held the call's completions back,
+-- their leases lapsed meanwhile and finished jobs ran again. The claim now calls
+-- _jobs_claim_limited with its new argument skip_locked_queues, which skips such a queue
+-- (SKIP LOCKED) instead, but for the slots the call's own completions hand over (freed_queues,
+-- freed_slots: a queue with max_running alone); jobs_claim still waits its turn.
+--
 -- The cron functions no longer depend on the caller's session settings.
 -- jobs_schedule_set_enabled pins timezone_abbreviations = 'Default', as jobs_cron_next,
 -- jobs_schedule and jobs_schedule_tick do: re-enabling a schedule in zone 'IST' under the
@@ -38,7 +46,7 @@
 --
 -- Append-only: never edit this file once released.
 
--- hand-written (fix18-fencing):
+-- Hand-written: the lease login's column.
 -- NULL by default, so adding it rewrites no row. The check is NOT VALID, as 014's: it binds
 -- every new or updated row without scanning the table (every existing row has NULL).
 ALTER TABLE jobs
@@ -47,6 +55,10 @@ ALTER TABLE jobs
 
 COMMENT ON COLUMN jobs.lease_role IS
     'skiplock: the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
+
+-- Hand-written: _jobs_claim_limited gains arguments, so its old
+-- signature is dropped first (a private helper: no role had a grant).
+DROP FUNCTION IF EXISTS _jobs_claim_limited(text, integer, text[], interval);
 
 {{ template "snapshots/004/search_path.sql" . }}
 {{ template "snapshots/022/functions/_jobs_errors_append.sql" . }}

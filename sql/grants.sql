@@ -68,7 +68,7 @@ BEGIN
             ('jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean)', '{jobs_producer}'),
             ('jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean)', '{jobs_producer}'),
             ('jobs_notify(text)',                                                                       '{jobs_producer}'),
-            ('_jobs_claim_limited(text, integer, text[], interval)',                                    '{}'),
+            ('_jobs_claim_limited(text, integer, text[], interval, boolean, text[], integer[])',         '{}'),
             ('jobs_claim(text, integer, text[], interval)',                                             '{jobs_worker}'),
             ('jobs_complete(bigint, integer)',                                                          '{jobs_worker}'),
             ('jobs_complete_many(bigint[], integer[])',                                                 '{jobs_worker}'),

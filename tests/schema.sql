@@ -143,12 +143,13 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) IS 'skiplock (private): validates the ids/attempts arrays of the batch functions.';
 
-CREATE FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) RETURNS SETOF skiplock.jobs_claimed
+CREATE FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean DEFAULT false, freed_queues text[] DEFAULT '{}'::text[], freed_slots integer[] DEFAULT '{}'::integer[]) RETURNS SETOF skiplock.jobs_claimed
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
+    v_settings    refcursor;
     v_q           record;
     v_budget      integer;
     v_at          timestamptz;
@@ -169,15 +170,29 @@ DECLARE
     -- The login claiming, recorded as each job's lease_role (see jobs_claim).
     v_login       regrole       := to_regrole(quote_ident(session_user));
 BEGIN
-    FOR v_q IN
-        SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
-        FROM jobs_queues q
-        WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
-          AND NOT q.paused
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
-        ORDER BY q.queue
-        FOR UPDATE
+    -- The same query twice, because a locking clause cannot be a parameter.
+    IF _jobs_claim_limited.skip_locked_queues THEN
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE;
+    END IF;
     LOOP
+        FETCH v_settings INTO v_q;
+        EXIT WHEN NOT FOUND;
         IF current_setting('transaction_isolation') <> 'read committed' THEN
             RAISE EXCEPTION USING
                 ERRCODE = 'feature_not_supported',
@@ -330,6 +345,39 @@ BEGIN
               ORDER BY t.priority, t.run_at, t.id
               LIMIT v_budget) u;
     END LOOP;
+    CLOSE v_settings;
+
+    -- Queues skipped above because another transaction holds their row: only slots handed
+    -- over by this transaction's own completions (see the header), max_running alone.
+    IF _jobs_claim_limited.skip_locked_queues AND cardinality(_jobs_claim_limited.freed_queues) > 0 THEN
+        FOR v_q IN
+            SELECT q.queue, q.max_running, f.n
+            FROM unnest(_jobs_claim_limited.freed_queues, _jobs_claim_limited.freed_slots) AS f(queue, n)
+            JOIN jobs_queues q ON q.queue = f.queue
+            WHERE q.queue <> ALL (v_limited)
+              AND (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND q.max_running IS NOT NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+            ORDER BY q.queue
+        LOOP
+            v_budget := least(_jobs_claim_limited.max_jobs, v_q.n, v_q.max_running - (
+                SELECT count(*)::integer FROM jobs j
+                WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
+            CONTINUE WHEN v_budget <= 0;
+            SELECT v_ids || coalesce(array_agg(c.id), '{}'),
+                   v_pris || coalesce(array_agg(c.priority), '{}'),
+                   v_run_ats || coalesce(array_agg(c.run_at), '{}')
+            INTO v_ids, v_pris, v_run_ats
+            FROM (SELECT j.id, j.priority, j.run_at
+                  FROM jobs j
+                  WHERE j.state = 'queued'
+                    AND j.queue = v_q.queue
+                    AND j.run_at <= now()
+                  ORDER BY j.priority, j.run_at, j.id
+                  LIMIT v_budget
+                  FOR NO KEY UPDATE SKIP LOCKED) c;
+        END LOOP;
+    END IF;
 
     -- The other requested queues (every queue with queued jobs for queues NULL), minus the
     -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
@@ -409,7 +457,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) IS 'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
+COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean, freed_queues text[], freed_slots integer[]) IS 'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
 
 CREATE FUNCTION skiplock._jobs_completion_deletes() RETURNS boolean
     LANGUAGE sql STABLE
@@ -1194,7 +1242,12 @@ CREATE FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], atte
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_completed bigint[];
+    v_completed    bigint[];
+    v_limited      boolean;
+    v_held_ids     bigint[]  := '{}';
+    v_held_queues  text[]    := '{}';
+    v_freed_queues text[]    := '{}';
+    v_freed_slots  integer[] := '{}';
 BEGIN
     -- The same checks as the two functions make, here so that an error names this function
     -- and nothing is completed before a bad claim argument is found; max_jobs may also be 0.
@@ -1221,6 +1274,23 @@ BEGIN
         PERFORM _jobs_invalid('jobs_complete_and_claim', 'lease', 'must be a positive interval of at most 100 years');
     END IF;
 
+    -- jobs_claim's own test for its fast path: with a paused or limited queue among those
+    -- requested, the limited claim is called directly, told to skip the jobs_queues rows that
+    -- others hold (jobs_claim would wait for them, and the completions with it).
+    v_limited := jobs_complete_and_claim.max_jobs > 0 AND EXISTS (
+        SELECT FROM jobs_queues q
+        WHERE (jobs_complete_and_claim.queues IS NULL OR q.queue = ANY (jobs_complete_and_claim.queues))
+          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+    );
+    IF v_limited AND cardinality(jobs_complete_and_claim.ids) > 0 THEN
+        -- The pairs' queues, read before completing (a completion may delete the row; a
+        -- job's queue never changes), for the slots the completions hand over.
+        SELECT coalesce(array_agg(j.id), '{}'), coalesce(array_agg(j.queue), '{}')
+        INTO v_held_ids, v_held_queues
+        FROM jobs j
+        WHERE j.id = ANY (jobs_complete_and_claim.ids) AND j.state = 'running';
+    END IF;
+
     -- Completions first: slots of limited queues they free are free for the claim.
     v_completed := ARRAY(
         SELECT d.done_id
@@ -1229,16 +1299,36 @@ BEGIN
     );
 
     IF jobs_complete_and_claim.max_jobs > 0 THEN
-        -- WITH ORDINALITY numbers the rows in the order jobs_claim returns them.
-        RETURN QUERY
-        SELECT CASE WHEN c.ord = 1 THEN v_completed END,
-               c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
-               c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
-        FROM jobs_claim(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
-                        jobs_complete_and_claim.queues, jobs_complete_and_claim.lease)
-             WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
-                                  c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
-        ORDER BY c.ord;
+        -- WITH ORDINALITY numbers the rows in the order the claim returns them.
+        IF v_limited THEN
+            SELECT coalesce(array_agg(f.queue), '{}'), coalesce(array_agg(f.n), '{}')
+            INTO v_freed_queues, v_freed_slots
+            FROM (SELECT h.queue, count(*)::integer AS n
+                  FROM unnest(v_held_ids, v_held_queues) AS h(id, queue)
+                  WHERE h.id = ANY (v_completed)
+                  GROUP BY h.queue) f;
+            RETURN QUERY
+            SELECT CASE WHEN c.ord = 1 THEN v_completed END,
+                   c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
+                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
+            FROM _jobs_claim_limited(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
+                                     jobs_complete_and_claim.queues, jobs_complete_and_claim.lease,
+                                     skip_locked_queues => true, freed_queues => v_freed_queues,
+                                     freed_slots => v_freed_slots)
+                 WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
+                                      c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
+            ORDER BY c.ord;
+        ELSE
+            RETURN QUERY
+            SELECT CASE WHEN c.ord = 1 THEN v_completed END,
+                   c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
+                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
+            FROM jobs_claim(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
+                            jobs_complete_and_claim.queues, jobs_complete_and_claim.lease)
+                 WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
+                                      c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
+            ORDER BY c.ord;
+        END IF;
         IF FOUND THEN
             RETURN;
         END IF;
@@ -3295,7 +3385,7 @@ REVOKE ALL ON FUNCTION skiplock._jobs_check_bulk_args(func text, states skiplock
 
 REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean, freed_queues text[], freed_slots integer[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_completion_deletes() FROM PUBLIC;
 

@@ -28,9 +28,28 @@
 --           jobs of such keys waits for them to move. Give every job of a per_key queue a
 --           key to avoid that. Queues without limits in the same call are claimed as
 --           jobs_claim does.
--- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested, and row
---           locks on the claimed jobs (and on candidates not chosen), until the caller's
---           transaction ends.
+--           skip_locked_queues (jobs_complete_and_claim's claim): a limited queue whose
+--           jobs_queues row another transaction holds (a claim of the queue, an operator's
+--           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) is not
+--           waited for, so the call never waits on a lock; the other requested queues are
+--           claimed as usual. Such a queue gives nothing, except a slot handover: when the
+--           caller's own transaction has just taken freed_slots[i] jobs of queue
+--           freed_queues[i] out of running (its completions), and the queue has max_running
+--           and no other limit (and is not paused, as this transaction sees it), up to that
+--           many of its jobs are claimed without the row, within max_running as counted
+--           here. Exact all the same: the queue's running total does not grow by such a claim
+--           (it takes at most what the same commit gives back), and a holder of the row
+--           counts either both the completions and the handover or neither, whichever side of
+--           this commit its snapshot is; handovers of other transactions each take at most
+--           their own. Not with per_key (the freed and the taken jobs' keys would have to
+--           match) nor a rate limit (every start goes into the log, which only the row's
+--           holder writes). Without skip_locked_queues (jobs_claim) the call waits for such
+--           a row, so a queue is skipped only when it is paused or at a limit.
+-- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested (with
+--           skip_locked_queues only those no other transaction holds, SKIP LOCKED), and
+--           row locks on the claimed jobs (and on candidates not chosen, all taken SKIP
+--           LOCKED), until the caller's transaction ends. Waits for nothing with
+--           skip_locked_queues; without it, waits only for the jobs_queues rows.
 -- States:   queued -> running (or, at attempts 2147483647, dead), as jobs_claim (lease_role =
 --           session_user too); appends to jobs_queue_starts and trims from it
 --           the starts older than one window.
@@ -45,7 +64,10 @@ CREATE OR REPLACE FUNCTION _jobs_claim_limited(
     worker   text,
     max_jobs integer,
     queues   text[],
-    lease    interval
+    lease    interval,
+    skip_locked_queues boolean DEFAULT false,
+    freed_queues       text[]  DEFAULT '{}',
+    freed_slots        integer[] DEFAULT '{}'
 )
 RETURNS SETOF jobs_claimed
 LANGUAGE plpgsql
@@ -53,6 +75,7 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
+    v_settings    refcursor;
     v_q           record;
     v_budget      integer;
     v_at          timestamptz;
@@ -73,15 +96,29 @@ DECLARE
     -- The login claiming, recorded as each job's lease_role (see jobs_claim).
     v_login       regrole       := to_regrole(quote_ident(session_user));
 BEGIN
-    FOR v_q IN
-        SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
-        FROM jobs_queues q
-        WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
-          AND NOT q.paused
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
-        ORDER BY q.queue
-        FOR UPDATE
+    -- The same query twice, because a locking clause cannot be a parameter.
+    IF _jobs_claim_limited.skip_locked_queues THEN
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE;
+    END IF;
     LOOP
+        FETCH v_settings INTO v_q;
+        EXIT WHEN NOT FOUND;
         IF current_setting('transaction_isolation') <> 'read committed' THEN
             RAISE EXCEPTION USING
                 ERRCODE = 'feature_not_supported',
@@ -234,6 +271,39 @@ BEGIN
               ORDER BY t.priority, t.run_at, t.id
               LIMIT v_budget) u;
     END LOOP;
+    CLOSE v_settings;
+
+    -- Queues skipped above because another transaction holds their row: only slots handed
+    -- over by this transaction's own completions (see the header), max_running alone.
+    IF _jobs_claim_limited.skip_locked_queues AND cardinality(_jobs_claim_limited.freed_queues) > 0 THEN
+        FOR v_q IN
+            SELECT q.queue, q.max_running, f.n
+            FROM unnest(_jobs_claim_limited.freed_queues, _jobs_claim_limited.freed_slots) AS f(queue, n)
+            JOIN jobs_queues q ON q.queue = f.queue
+            WHERE q.queue <> ALL (v_limited)
+              AND (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND q.max_running IS NOT NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+            ORDER BY q.queue
+        LOOP
+            v_budget := least(_jobs_claim_limited.max_jobs, v_q.n, v_q.max_running - (
+                SELECT count(*)::integer FROM jobs j
+                WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
+            CONTINUE WHEN v_budget <= 0;
+            SELECT v_ids || coalesce(array_agg(c.id), '{}'),
+                   v_pris || coalesce(array_agg(c.priority), '{}'),
+                   v_run_ats || coalesce(array_agg(c.run_at), '{}')
+            INTO v_ids, v_pris, v_run_ats
+            FROM (SELECT j.id, j.priority, j.run_at
+                  FROM jobs j
+                  WHERE j.state = 'queued'
+                    AND j.queue = v_q.queue
+                    AND j.run_at <= now()
+                  ORDER BY j.priority, j.run_at, j.id
+                  LIMIT v_budget
+                  FOR NO KEY UPDATE SKIP LOCKED) c;
+        END LOOP;
+    END IF;
 
     -- The other requested queues (every queue with queued jobs for queues NULL), minus the
     -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
@@ -313,5 +383,5 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION _jobs_claim_limited(text, integer, text[], interval) IS
+COMMENT ON FUNCTION _jobs_claim_limited(text, integer, text[], interval, boolean, text[], integer[]) IS
     'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';

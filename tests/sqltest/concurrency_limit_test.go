@@ -21,11 +21,15 @@ type hammerResult struct {
 	maxPerKey  int64 // most running jobs sharing one concurrency_key in one sample
 	samples    int64
 	claims     int64
+	combined   int64 // jobs claimed by jobs_complete_and_claim
 }
 
 // hammerLimitedQueue runs 16 sessions that claim from queue q in tight loops (1 to 3 jobs a
-// call) and give each job back at once by complete, fail (retried now) or snooze, while one
-// more session samples the queue's running jobs continuously, each sample one snapshot.
+// call) while one more session samples the queue's running jobs continuously, each sample
+// one snapshot. Even sessions claim with jobs_claim and give each job back at once by
+// complete, fail (retried now) or snooze; odd ones cycle through jobs_complete_and_claim,
+// each call completing what the previous one claimed (its claim skips the queue while
+// another session holds the queue's jobs_queues row, so the two kinds of claim mix).
 func hammerLimitedQueue(t *testing.T, b *testBundle, q string, d time.Duration) hammerResult {
 	t.Helper()
 	const claimers = 16
@@ -35,12 +39,13 @@ func hammerLimitedQueue(t *testing.T, b *testBundle, q string, d time.Duration) 
 	defer cancel()
 
 	var (
-		wg      sync.WaitGroup
-		res     hammerResult
-		claims  atomic.Int64
-		samples atomic.Int64
-		mu      sync.Mutex
-		errs    []error
+		wg       sync.WaitGroup
+		res      hammerResult
+		claims   atomic.Int64
+		combined atomic.Int64
+		samples  atomic.Int64
+		mu       sync.Mutex
+		errs     []error
 	)
 	go func() {
 		started := time.Now()
@@ -73,6 +78,32 @@ func hammerLimitedQueue(t *testing.T, b *testBundle, q string, d time.Duration) 
 			defer wg.Done()
 			conn := conns[i]
 			worker := fmt.Sprintf("w%02d", i)
+			if i%2 == 1 {
+				var held []claimedJob
+				for ctx.Err() == nil {
+					ids, attempts := fence(held)
+					res, err := completeAndClaim(ctx, conn, worker, ids, attempts, 1+rand.IntN(3), []string{q}, "5 minutes")
+					if err != nil {
+						if ctx.Err() == nil {
+							fail(fmt.Errorf("%s: complete and claim: %w", worker, err))
+						}
+						return
+					}
+					if len(res.Completed) != len(held) {
+						fail(fmt.Errorf("%s: completed %v of %v", worker, res.Completed, ids))
+						return
+					}
+					claims.Add(1)
+					combined.Add(int64(len(res.Claimed)))
+					held = res.Claimed
+				}
+				// Not ctx: a job left running would only lower what the sampler sees.
+				ids, attempts := fence(held)
+				if _, err := completeAndClaim(context.Background(), conn, worker, ids, attempts, 0, nil, "5 minutes"); err != nil {
+					fail(fmt.Errorf("%s: last completion: %w", worker, err))
+				}
+				return
+			}
 			for ctx.Err() == nil {
 				jobs, err := tryClaim(ctx, conn, worker, 1+rand.IntN(3), []string{q}, "5 minutes")
 				if err != nil {
@@ -130,6 +161,7 @@ func hammerLimitedQueue(t *testing.T, b *testBundle, q string, d time.Duration) 
 		t.Fatal(err)
 	}
 	res.claims = claims.Load()
+	res.combined = combined.Load()
 	if res.samples < 50 || res.claims < 50 {
 		t.Fatalf("only %d samples and %d claims in %s: too few to say anything", res.samples, res.claims, d)
 	}
@@ -165,7 +197,8 @@ func TestConcurrencyLimitExact(t *testing.T) {
 		enqueueKeyed(t, b.Conn, "q", 2000, 0)
 		mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', 3)")
 		r := hammerLimitedQueue(t, b, "q", d)
-		t.Logf("max_running 3: most running observed %d in %d samples, %d claims", r.maxRunning, r.samples, r.claims)
+		t.Logf("max_running 3: most running observed %d in %d samples, %d claims (%d jobs by jobs_complete_and_claim)",
+			r.maxRunning, r.samples, r.claims, r.combined)
 		if r.maxRunning > 3 {
 			t.Fatalf("%d jobs running at once, limit 3", r.maxRunning)
 		}
@@ -180,8 +213,8 @@ func TestConcurrencyLimitExact(t *testing.T) {
 		enqueueKeyed(t, b.Conn, "q", 2000, 20)
 		mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', NULL, 1)")
 		r := hammerLimitedQueue(t, b, "q", d)
-		t.Logf("per_key 1 over 20 keys: most running of one key %d (of the queue %d) in %d samples, %d claims",
-			r.maxPerKey, r.maxRunning, r.samples, r.claims)
+		t.Logf("per_key 1 over 20 keys: most running of one key %d (of the queue %d) in %d samples, %d claims (%d jobs by jobs_complete_and_claim)",
+			r.maxPerKey, r.maxRunning, r.samples, r.claims, r.combined)
 		if r.maxPerKey > 1 {
 			t.Fatalf("%d jobs of one key running at once, per_key 1", r.maxPerKey)
 		}
