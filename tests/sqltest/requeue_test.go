@@ -146,3 +146,26 @@ func TestRequeueExpired(t *testing.T) {
 		}
 	})
 }
+
+// TestRequeueExpiredLastErrorIgnoresSessionSettings: the time in "lease expired at <time>" is
+// the lease's end in UTC, ISO 8601, under any TimeZone and DateStyle of the calling session
+// (docs/sql-api.md, jobs_requeue_expired).
+func TestRequeueExpiredLastErrorIgnoresSessionSettings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mustExec(t, b.Conn, "SELECT jobs_enqueue('k')")
+	claimOne(t, b.Conn, "w", "", "1 hour")
+	mustExec(t, b.Conn, "UPDATE jobs SET lease_expires_at = '2026-11-30 05:33:56.935712+00' WHERE id = 1")
+	mustExec(t, b.Conn, "SET TimeZone = 'Pacific/Chatham'")
+	mustExec(t, b.Conn, "SET DateStyle = 'SQL, DMY'")
+	if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 1 {
+		t.Fatalf("jobs_requeue_expired() = %d, want 1", n)
+	}
+	want := "lease expired at 2026-11-30T05:33:56.935712Z (held by w, attempt 1)"
+	if got := queryOne[string](t, b.Conn, "SELECT last_error FROM jobs WHERE id = 1"); got != want {
+		t.Fatalf("last_error = %q, want %q", got, want)
+	}
+	if got := queryOne[string](t, b.Conn, "SELECT errors->-1->>'error' FROM jobs WHERE id = 1"); got != want {
+		t.Fatalf("errors' newest entry = %q, want %q", got, want)
+	}
+}
