@@ -1889,7 +1889,7 @@ CREATE TABLE skiplock.jobs (
     concurrency_key text,
     started_at timestamp with time zone,
     meta jsonb,
-    lease_role regrole,
+    lease_role oid,
     CONSTRAINT jobs_attempts_valid CHECK ((attempts >= 0)),
     CONSTRAINT jobs_errors_is_array CHECK ((jsonb_typeof(errors) = 'array'::text)),
     CONSTRAINT jobs_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
@@ -1902,7 +1902,7 @@ WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000',
 
 COMMENT ON TABLE skiplock.jobs IS 'skiplock jobs: one row per job, in every state. Change rows only through the jobs_* functions.';
 
-COMMENT ON COLUMN skiplock.jobs.lease_role IS 'skiplock: the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
+COMMENT ON COLUMN skiplock.jobs.lease_role IS 'skiplock: the oid of the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
 
 CREATE FUNCTION skiplock.jobs_inspect(id bigint) RETURNS SETOF skiplock.jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
