@@ -205,3 +205,26 @@ func TestErrorsHistoryIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimAtTheLimitStillClaimsAReadyJob: jobs_claim promises no rows only when nothing is
+// ready, and workers (driver/fetch_loop.go) wait for a notification or the poll interval after
+// a claim that came back short. A job at attempts 2147483647 that a claim moves to dead must
+// not take the place of a ready job behind it: a claim of one job, or of a queue with one
+// free slot, gets the next ready job.
+func TestClaimAtTheLimitStillClaimsAReadyJob(t *testing.T) {
+	t.Skip("finding: a claim whose pick holds a job at attempts 2147483647 moves it to dead and returns fewer jobs (none with max_jobs 1) though others are ready; the driver then waits a poll interval")
+	t.Parallel()
+	for _, limited := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Limited=%v", limited), func(t *testing.T) {
+			t.Parallel()
+			conn := setup(t).Conn
+			maxed, others := maxedQueue(t, conn, "q")
+			if limited {
+				mustCall(t, conn, "SELECT jobs_set_concurrency('q', max_running => 1)")
+			}
+			if got := claimedIDs(claimAll(t, conn, "w", 1, []string{"q"}, "1 hour")); len(got) != 1 || got[0] != others[0] {
+				t.Errorf("claim of 1 job got %v, want [%d]: the job at the limit (%d) went dead and a ready job stays queued", got, others[0], maxed)
+			}
+		})
+	}
+}
