@@ -49,12 +49,17 @@
 -- Hand-written: the lease login's column.
 -- NULL by default, so adding it rewrites no row. The check is NOT VALID, as 014's: it binds
 -- every new or updated row without scanning the table (every existing row has NULL).
+-- oid, not regrole: a regrole is written out as the login's name (pg_dump, COPY, logical
+-- replication) and read back only where that login exists, so the jobs table of a database
+-- holding a running job would not load into another cluster (42704), queued jobs included.
+-- pg_upgrade keeps role oids; elsewhere a restored lease names no login, or another one,
+-- until it expires, and jobs_requeue_expired takes it back.
 ALTER TABLE jobs
-    ADD COLUMN lease_role regrole,
+    ADD COLUMN lease_role oid,
     ADD CONSTRAINT jobs_lease_role_running CHECK (state = 'running' OR lease_role IS NULL) NOT VALID;
 
 COMMENT ON COLUMN jobs.lease_role IS
-    'skiplock: the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
+    'skiplock: the oid of the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
 
 -- Hand-written: _jobs_claim_limited gains arguments, so its old
 -- signature is dropped first (a private helper: no role had a grant).

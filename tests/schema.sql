@@ -1981,7 +1981,7 @@ CREATE TABLE skiplock.jobs (
     concurrency_key text,
     started_at timestamp with time zone,
     meta jsonb,
-    lease_role regrole,
+    lease_role oid,
     CONSTRAINT jobs_attempts_valid CHECK ((attempts >= 0)),
     CONSTRAINT jobs_errors_is_array CHECK ((jsonb_typeof(errors) = 'array'::text)),
     CONSTRAINT jobs_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
@@ -1994,7 +1994,7 @@ WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000',
 
 COMMENT ON TABLE skiplock.jobs IS 'skiplock jobs: one row per job, in every state. Change rows only through the jobs_* functions.';
 
-COMMENT ON COLUMN skiplock.jobs.lease_role IS 'skiplock: the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
+COMMENT ON COLUMN skiplock.jobs.lease_role IS 'skiplock: the oid of the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
 
 CREATE FUNCTION skiplock.jobs_inspect(id bigint) RETURNS SETOF skiplock.jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3194,8 +3194,16 @@ BEGIN
     END IF;
 
     UPDATE jobs j
-    SET state = 'queued',
-        run_at = jobs_snooze.run_at,
+    SET state = CASE WHEN j.attempts < 2147483647 THEN 'queued' ELSE 'dead' END::jobs_state,
+        run_at = CASE WHEN j.attempts < 2147483647 THEN jobs_snooze.run_at ELSE j.run_at END,
+        finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
+        last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error
+                          ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
+        errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
+                      ELSE _jobs_errors_append(j.errors, jsonb_build_object(
+                               'attempt', j.attempts, 'at', now(),
+                               'error', 'no attempt left: attempts is at its limit, 2147483647',
+                               'worker', j.lease_holder)) END,
         -- Saturates rather than overflowing, so a job at the int limit can still snooze.
         max_attempts = CASE WHEN j.max_attempts < 2147483647 THEN j.max_attempts + 1 ELSE j.max_attempts END,
         lease_expires_at = NULL,

@@ -59,7 +59,7 @@ By ids: %s the jobs named that are in one of --state's states (default %s). Exit
 when none of them was.
 
 By filter (no ids): %s every job matching --queue, --kind and --state (default %s;
-allowed %s), in batches of %d ids from jobs_list, newest first, each job at most once (the
+allowed %s), in batches of %d ids from jobs_list per state, newest first, each job at most once (the
 jobs that enter the set meanwhile with a higher id are left alone, so the command ends even
 while workers fail retried jobs straight back to dead). Before a filter-wide action the
 command counts the matching jobs and asks for confirmation on the terminal; --yes skips the
@@ -155,43 +155,78 @@ func (a bulkAction) run(ctx context.Context, c *call, queue, kind, stateList str
 	return a.report(c, false, total)
 }
 
-// runFilter acts on every job matching queue, kind and states: for each state, on each page
-// of bulkBatch jobs of jobs_list, newest first, one call of the function with the page's ids
-// (each call its own transaction). The pages go down the ids (keyset), so every job is acted
-// on at most once and the action ends: calling the function by filter until it returns 0
-// never ends while the set refills (workers failing retried jobs straight back to dead,
-// producers enqueuing what is being cancelled, workers finishing jobs being deleted), and
-// retries a failing job again and again.
+// runFilter acts on every job matching queue, kind and states, going down the ids (keyset)
+// in rounds: each round reads one page of bulkBatch jobs of jobs_list per state below the
+// cursor, all in one statement (one snapshot), and calls the function once (its own
+// transaction) with the ids of the range every state's page covers, for all the states. So
+// every job is acted on at most once and the action ends: calling the function by filter
+// until it returns 0 never ends while the set refills (workers failing retried jobs straight
+// back to dead, producers enqueuing what is being cancelled, workers finishing jobs being
+// deleted), and retries a failing job again and again. A job that moves from one of the
+// states to another meanwhile (a running job failed back to queued, a retried job cancelled
+// by its handler) is neither missed nor acted on twice, as a pass per state would.
 func (a bulkAction) runFilter(ctx context.Context, c *call, queue, kind string, states []string) (int, error) {
 	total := 0
-	for _, state := range states {
-		var before int64
-		for {
-			page, err := listJobs(ctx, c.conn, state, queue, kind, bulkBatch, before)
-			if err != nil {
-				return total, err
+	// Each state once: a state listed twice would double its page and hide that it is full.
+	states = slices.Compact(slices.Sorted(slices.Values(states)))
+	var before *int64
+	for {
+		rows, err := c.conn.Query(ctx, `SELECT s.state::text, l.id
+			FROM unnest($1::jobs_state[]) AS s(state)
+			CROSS JOIN LATERAL jobs_list(state => s.state, queue => $2, kind => $3, max_jobs => $4, before_id => $5) AS l`,
+			states, nullIfEmpty(queue), nullIfEmpty(kind), bulkBatch, before)
+		if err != nil {
+			return total, fmt.Errorf("failed to list jobs: %w", err)
+		}
+		count := map[string]int{}
+		lowest := map[string]int64{}
+		var listed []int64
+		for rows.Next() {
+			var state string
+			var id int64
+			if err := rows.Scan(&state, &id); err != nil {
+				rows.Close()
+				return total, fmt.Errorf("failed to list jobs: %w", err)
 			}
-			if len(page) == 0 {
-				break
+			count[state]++
+			if l, ok := lowest[state]; !ok || id < l {
+				lowest[state] = id
 			}
-			ids := make([]int64, len(page))
-			for i, j := range page {
-				ids[i] = j.ID
+			listed = append(listed, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return total, fmt.Errorf("failed to list jobs: %w", err)
+		}
+		// A full page covers its state down to its lowest id only; the others, everything.
+		var boundary int64
+		for state, n := range count {
+			if n == bulkBatch && lowest[state] > boundary {
+				boundary = lowest[state]
 			}
+		}
+		seen := map[int64]bool{}
+		var ids []int64
+		for _, id := range listed {
+			if id >= boundary && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
 			var got int
 			err = c.conn.QueryRow(ctx, "SELECT "+a.function+"(ids => $1, queue => $2, kind => $3, states => $4::jobs_state[], max_jobs => $5)",
-				ids, nullIfEmpty(queue), nullIfEmpty(kind), []string{state}, len(ids)).Scan(&got)
+				ids, nullIfEmpty(queue), nullIfEmpty(kind), states, len(ids)).Scan(&got)
 			if err != nil {
 				return total, err
 			}
 			total += got
-			if len(page) < bulkBatch {
-				break
-			}
-			before = page[len(page)-1].ID
 		}
+		if boundary == 0 {
+			return total, nil
+		}
+		before = &boundary
 	}
-	return total, nil
 }
 
 func describeFilter(queue, kind string) string {

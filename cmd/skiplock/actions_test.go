@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -212,5 +213,64 @@ func TestFilterWideRetryEndsWhileWorkersFail(t *testing.T) {
 	}
 	if s := pgtest.QueryOne[string](t, db.Conn, `SELECT state::text FROM jobs WHERE queue = 'other'`); s != "dead" {
 		t.Errorf("the job of another queue is %s, want dead (untouched)", s)
+	}
+}
+
+// TestFilterWideRetryOfTwoStatesActsOnEachJobOnce: `skiplock retry --state dead,cancelled`
+// retries each job at most once (its help says so), even when a retried job's handler cancels
+// it (the fenced jobs_cancel) before the command reaches the cancelled jobs. The trigger
+// stands in for that worker: a job queued again from dead is at once claimed and cancelled.
+func TestFilterWideRetryOfTwoStatesActsOnEachJobOnce(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	id := deadJob(t, db, "twice", "deliver", "boom")
+	pgtest.MustExec(t, db.Conn, `CREATE FUNCTION worker_cancels() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF OLD.state = 'dead' AND NEW.state = 'queued' THEN
+				NEW.state := 'cancelled';
+				NEW.attempts := OLD.attempts + 1;
+				NEW.finished_at := now();
+			END IF;
+			RETURN NEW;
+		END $$`)
+	pgtest.MustExec(t, db.Conn, `CREATE TRIGGER worker_cancels BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION worker_cancels()`)
+
+	out := cli(t, db.URL, "retry", "--state", "dead,cancelled", "--queue", "twice", "--yes", "-o", "json")
+	var res struct{ Jobs int }
+	out.decode(t, &res)
+	state := pgtest.QueryOne[string](t, db.Conn, "SELECT state::text FROM jobs WHERE id = $1", id)
+	if res.Jobs != 1 || state != "cancelled" {
+		t.Errorf("retry --state dead,cancelled of one job: retried %d, the job is %s; want 1 and cancelled (retried once, cancelled by its worker)", res.Jobs, state)
+	}
+}
+
+// TestFilterWideCancelOfTwoStatesMissesNoJob: `skiplock cancel --state queued,running`
+// cancels a job that matched all along, even when it went from running back to queued (a
+// worker's jobs_fail) after the command read the queued jobs and before it read the running
+// ones. The trigger stands in for that worker: it fails the running job as the command
+// cancels the queued one.
+func TestFilterWideCancelOfTwoStatesMissesNoJob(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	queued := pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('deliver', queue => 'both')")
+	running := pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('deliver', queue => 'both', run_at => now() - interval '1 hour')")
+	pgtest.MustExec(t, db.Conn, "SELECT jobs_claim('w', 1, ARRAY['both'])")
+	if s := pgtest.QueryOne[string](t, db.Conn, "SELECT state::text FROM jobs WHERE id = $1", running); s != "running" {
+		t.Fatalf("job %d is %s, want running", running, s)
+	}
+	pgtest.MustExec(t, db.Conn, `CREATE FUNCTION worker_fails() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			UPDATE jobs SET state = 'queued', lease_expires_at = NULL, lease_role = NULL
+			WHERE id = `+strconv.FormatInt(running, 10)+` AND state = 'running';
+			RETURN NEW;
+		END $$`)
+	pgtest.MustExec(t, db.Conn, `CREATE TRIGGER worker_fails AFTER UPDATE ON jobs FOR EACH ROW
+		WHEN (OLD.id = `+strconv.FormatInt(queued, 10)+` AND NEW.state = 'cancelled') EXECUTE FUNCTION worker_fails()`)
+
+	out := cli(t, db.URL, "cancel", "--state", "queued,running", "--queue", "both", "--yes", "-o", "json")
+	var res struct{ Jobs int }
+	out.decode(t, &res)
+	if s := pgtest.QueryOne[string](t, db.Conn, "SELECT state::text FROM jobs WHERE id = $1", running); s != "cancelled" || res.Jobs != 2 {
+		t.Errorf("cancel --state queued,running: cancelled %d jobs, job %d (running, then queued again) is %s; want 2 and cancelled", res.Jobs, running, s)
 	}
 }

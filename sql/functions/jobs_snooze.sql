@@ -5,13 +5,18 @@
 --           The job goes back to queued at run_at. attempts is never lowered, because the
 --           attempt number is the fencing token and must not be handed out twice; instead
 --           max_attempts is raised by one (saturating at 2147483647), so the snoozed attempt
---           does not count against the job's budget. (A job snoozed at attempt 2147483647,
---           the integer limit, has no attempt number left: its next claim moves it to dead,
---           see jobs_claim.) A job that is ready at once NOTIFYs
+--           does not count against the job's budget. A job snoozed at attempt 2147483647,
+--           the integer limit, has no attempt number left for a next claim: it goes to dead
+--           instead (finished_at = now(), last_error 'no attempt left: attempts is at its
+--           limit, 2147483647', also appended to errors), and the call still returns true.
+--           So no ordinary route leaves a queued job at the limit for a claim to meet (the
+--           claims' own guard, see jobs_claim, is for rows edited by hand). A job that is
+--           ready at once NOTIFYs
 --           jobs_ready at commit, and so does any snooze of a job whose queue has a
 --           concurrency limit (its slot came back).
 -- Locks:    the job's row, until the caller's transaction ends.
--- States:   running -> queued; max_attempts + 1, lease cleared (lease_role too).
+-- States:   running -> queued (at attempts 2147483647: running -> dead); max_attempts + 1,
+--           lease cleared (lease_role too).
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id, attempt or run_at is NULL, or run_at is infinite.
 CREATE OR REPLACE FUNCTION jobs_snooze(id bigint, attempt integer, run_at timestamptz)
@@ -38,8 +43,16 @@ BEGIN
     END IF;
 
     UPDATE jobs j
-    SET state = 'queued',
-        run_at = jobs_snooze.run_at,
+    SET state = CASE WHEN j.attempts < 2147483647 THEN 'queued' ELSE 'dead' END::jobs_state,
+        run_at = CASE WHEN j.attempts < 2147483647 THEN jobs_snooze.run_at ELSE j.run_at END,
+        finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
+        last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error
+                          ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
+        errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
+                      ELSE _jobs_errors_append(j.errors, jsonb_build_object(
+                               'attempt', j.attempts, 'at', now(),
+                               'error', 'no attempt left: attempts is at its limit, 2147483647',
+                               'worker', j.lease_holder)) END,
         -- Saturates rather than overflowing, so a job at the int limit can still snooze.
         max_attempts = CASE WHEN j.max_attempts < 2147483647 THEN j.max_attempts + 1 ELSE j.max_attempts END,
         lease_expires_at = NULL,

@@ -118,7 +118,7 @@ func TestAttemptsAtTheLimit(t *testing.T) {
 
 	t.Run("SnoozedAtTheLastAttemptNumber", func(t *testing.T) {
 		// The way a job gets there without the table owner: claimed at attempt 2147483647
-		// (snoozed 2147483646 times before), then snoozed once more.
+		// (snoozed 2147483646 times before), then snoozed once more, which moves it to dead.
 		t.Parallel()
 		conn := setup(t).Conn
 		id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', priority => -1)")
@@ -163,4 +163,36 @@ func TestAttemptsAtTheLimit(t *testing.T) {
 			t.Fatalf("jobs_retry_many left the cancelled job %s", r.State)
 		}
 	})
+}
+
+// TestClaimAtTheLimitStillClaimsAReadyJob: jobs_claim promises no rows only when nothing is
+// ready, and workers (driver/fetch_loop.go) wait for a notification or the poll interval after
+// a claim that came back short. A job snoozed at attempt 2147483647 goes dead at the snooze,
+// so it never takes the place of a ready job in a later claim: a claim of one job, or of a
+// queue with one free slot, gets the next ready job.
+func TestClaimAtTheLimitStillClaimsAReadyJob(t *testing.T) {
+	t.Parallel()
+	for _, limited := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Limited=%v", limited), func(t *testing.T) {
+			t.Parallel()
+			conn := setup(t).Conn
+			id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'q', priority => -1)")
+			other := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', queue => 'q')")
+			mustCall(t, conn, "UPDATE jobs SET attempts = $2, max_attempts = $2 WHERE id = $1", id, int32(maxInt32-1))
+			j := claimOne(t, conn, "w", "q")
+			if j.ID != id || j.Attempt != maxInt32 {
+				t.Fatalf("claimed %+v, want job %d at attempt %d", j, id, maxInt32)
+			}
+			if ok := mustCall(t, conn, "SELECT jobs_snooze($1, $2, now())", id, j.Attempt); fmt.Sprint(ok) != "[[true]]" {
+				t.Fatalf("jobs_snooze at attempt %d = %v, want true", maxInt32, ok)
+			}
+			if limited {
+				mustCall(t, conn, "SELECT jobs_set_concurrency('q', max_running => 1)")
+			}
+			if got := claimedIDs(claimAll(t, conn, "w", 1, []string{"q"}, "1 hour")); len(got) != 1 || got[0] != other {
+				t.Errorf("claim of 1 job got %v, want [%d]: the job snoozed at the limit (%d) took its place", got, other, id)
+			}
+			requireDeadAtTheLimit(t, conn, id)
+		})
+	}
 }

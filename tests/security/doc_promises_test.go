@@ -105,7 +105,7 @@ func TestNoInheritLoginSetsRole(t *testing.T) {
 	mustDeny(t, conn, "SELECT * FROM jobs_claim('w')")
 	exec(t, conn, "SET ROLE jobs_worker")
 	attempt := claimAs(t, conn, "q", id)
-	if got := scalar[string](t, b.super, "SELECT lease_role::text FROM jobs WHERE id = $1", id); got != login {
+	if got := scalar[string](t, b.super, "SELECT lease_role::regrole::text FROM jobs WHERE id = $1", id); got != login {
 		t.Errorf("lease_role = %s, want the login %s", got, login)
 	}
 	if !scalar[bool](t, conn, "SELECT jobs_complete($1, $2)", id, attempt) {

@@ -169,7 +169,7 @@ func TestLeaseLogin(t *testing.T) {
 		holder := pgtest.NewConn(t, login)
 		id := enqueue(t, b, "work")
 		claimAs(t, holder, "work", id)
-		name := scalar[string](t, b.super, "SELECT lease_role::text FROM jobs WHERE id = $1", id)
+		name := scalar[string](t, b.super, "SELECT lease_role::regrole::text FROM jobs WHERE id = $1", id)
 		if want := scalar[string](t, holder, "SELECT session_user::text"); name != want {
 			t.Errorf("lease_role = %s, want the claiming login %s", name, want)
 		}
@@ -180,7 +180,7 @@ func TestLeaseLogin(t *testing.T) {
 			t.Error("lease_role kept after the job left running")
 		}
 		// No path out of running may keep it: the table refuses a row that does.
-		if code := sqlState(t, b.super, "UPDATE jobs SET lease_role = 'jobs_worker' WHERE id = $1", id); code != "23514" {
+		if code := sqlState(t, b.super, "UPDATE jobs SET lease_role = 'jobs_worker'::regrole WHERE id = $1", id); code != "23514" {
 			t.Errorf("a queued job with a lease_role: SQLSTATE %q, want 23514 (check_violation)", code)
 		}
 	})

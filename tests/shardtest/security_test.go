@@ -236,7 +236,7 @@ func TestProxyLeaseLogin(t *testing.T) {
 	if err := h.QueryRow(ctx, "SELECT id, attempt FROM jobs_claim('h', 1, ARRAY[$1])", q).Scan(&id, &attempt); err != nil {
 		t.Fatalf("claim through the proxy: %v", err)
 	}
-	if got := one[string](t, s.shards[1], "SELECT lease_role::text FROM jobs WHERE id = $1", id); got != holder {
+	if got := one[string](t, s.shards[1], "SELECT lease_role::regrole::text FROM jobs WHERE id = $1", id); got != holder {
 		t.Fatalf("the shard recorded lease_role %s, want the caller's login %s", got, holder)
 	}
 	for _, sql := range []string{
@@ -276,7 +276,7 @@ func TestProxySharedShardLoginIsOneTrustDomain(t *testing.T) {
 		t.Fatalf("claim through the proxy: %v", err)
 	}
 	shardLogin := one[string](t, s.shards[1], "SELECT current_user::text")
-	if got := one[string](t, s.shards[1], "SELECT lease_role::text FROM jobs WHERE id = $1", id); got != shardLogin {
+	if got := one[string](t, s.shards[1], "SELECT lease_role::regrole::text FROM jobs WHERE id = $1", id); got != shardLogin {
 		t.Fatalf("the shard recorded lease_role %s, want the shared shard login %s", got, shardLogin)
 	}
 	if !one[bool](t, second, "SELECT jobs_complete($1, $2)", id, attempt) {
