@@ -116,27 +116,6 @@ func TestAttemptsAtTheLimit(t *testing.T) {
 		})
 	}
 
-	t.Run("SnoozedAtTheLastAttemptNumber", func(t *testing.T) {
-		// The way a job gets there without the table owner: claimed at attempt 2147483647
-		// (snoozed 2147483646 times before), then snoozed once more, which moves it to dead.
-		t.Parallel()
-		conn := setup(t).Conn
-		id := queryOne[int64](t, conn, "SELECT jobs_enqueue('k', priority => -1)")
-		other := queryOne[int64](t, conn, "SELECT jobs_enqueue('k')")
-		mustCall(t, conn, "UPDATE jobs SET attempts = $2, max_attempts = $2 WHERE id = $1", id, int32(maxInt32-1))
-		j := claimOne(t, conn, "w", "default")
-		if j.ID != id || j.Attempt != maxInt32 {
-			t.Fatalf("claimed %+v, want job %d at attempt %d", j, id, maxInt32)
-		}
-		if ok := mustCall(t, conn, "SELECT jobs_snooze($1, $2, now())", id, j.Attempt); fmt.Sprint(ok) != "[[true]]" {
-			t.Fatalf("jobs_snooze at attempt %d = %v, want true", maxInt32, ok)
-		}
-		if got := claimedIDs(claimAll(t, conn, "w", 10, nil, "1 hour")); !slices.Equal(got, []int64{other}) {
-			t.Fatalf("claim after the snooze got %v, want [%d]", got, other)
-		}
-		requireDeadAtTheLimit(t, conn, id)
-	})
-
 	t.Run("RetryRefusedRetryManyLeavesItAlone", func(t *testing.T) {
 		t.Parallel()
 		conn := setup(t).Conn
