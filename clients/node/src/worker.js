@@ -114,6 +114,10 @@ export class Worker {
       const problem = typeof text === 'string' ? unstorable(text) : null;
       if (problem) throw new RangeError(`skiplock: Worker options.${what} ${problem}`);
     }
+    // jobs_claim refuses an empty name or one longer than 200 bytes: every claim would fail.
+    if (typeof this.name === 'string' && (this.name === '' || Buffer.byteLength(this.name) > 200)) {
+      throw new RangeError('skiplock: Worker options.name must be a non-empty string of at most 200 bytes');
+    }
     this.lease = options.lease ?? LEASE_DEFAULT;
     this.heartbeatInterval = options.heartbeatInterval ?? Math.floor(this.lease / 3);
     this.timeout = options.timeout ?? JOB_TIMEOUT_DEFAULT;

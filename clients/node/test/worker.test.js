@@ -287,6 +287,8 @@ test('stop is safe to call twice and before start; options are checked', async (
   assert.throws(() => new Worker(client, { handlers: {}, queues: { q: 0 } }), /queues\.q/);
   assert.throws(() => new Worker(client, { handlers: {}, name: 'w\0' }), /options\.name must not contain NUL/);
   assert.throws(() => new Worker(client, { handlers: {}, queues: { 'q\0': 1 } }), /options\.queues\.q/);
+  assert.throws(() => new Worker(client, { handlers: {}, name: '' }), /options\.name must be a non-empty string of at most 200 bytes/);
+  assert.throws(() => new Worker(client, { handlers: {}, name: '\u00e9'.repeat(101) }), /options\.name must be a non-empty/);
 });
 
 test('jobs claimed but not started at shutdown are given back', async (t) => {
