@@ -42,6 +42,25 @@ test('a thrown error is recorded with its stack through jobs_fail', async (t) =>
   assert.match(logger.lines.warn.join('\n'), /attempt 1 failed; now dead: bad payload 1/);
 });
 
+test('a thrown value that cannot be made a string is still recorded through jobs_fail', async (t) => {
+  // String() throws for an object without a prototype, or whose toString throws: the failure
+  // is still recorded (it was lost until the lease expired).
+  const client = newClient(t);
+  const queue = queueName('nostring');
+  const ids = await client.enqueueMany(['bare', 'badstring'].map((kind) => ({ kind, queue, maxAttempts: 1 })));
+  const worker = startWorker(t, client, queue, {
+    bare: async () => { throw Object.create(null); },
+    badstring: async () => { throw { toString() { throw new Error('toString exploded'); } }; },
+  }, { queues: { [queue]: 2 } });
+  for (const id of ids) {
+    const job = await finalState(client, id, ['dead']);
+    assert.match(job.lastError, /could not be made a string/);
+  }
+  await worker.stop();
+  assert.equal(worker.stats.failed, 2);
+  assert.equal(worker.stats.errors, 0);
+});
+
 test('Snooze, Cancel and RetryAt results, returned or thrown', async (t) => {
   const client = newClient(t);
   const queue = queueName('results');
