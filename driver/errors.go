@@ -175,3 +175,32 @@ func retryable(err error) bool {
 	// Network errors, pool and connect errors, timeouts.
 	return true
 }
+
+// errorMethodPanicError stands for a handler's error whose Error method panics (a nil
+// pointer of an error type whose method dereferences it, returned as a non-nil error, is the
+// usual way): text says so, and Unwrap returns the error itself, so that errors.As still finds
+// a Cancel or Snooze verdict beneath it.
+type errorMethodPanicError struct {
+	err  error
+	text string
+}
+
+func (e *errorMethodPanicError) Error() string { return e.text }
+func (e *errorMethodPanicError) Unwrap() error { return e.err }
+
+// safeError returns err, unless its Error method panics: then an *errorMethodPanicError
+// wrapping it. Every later step calls Error (the failure's text for jobs_fail and jobs_cancel,
+// the log, the hook); a panic there, outside the handler's recover, would crash the process
+// and every job running in it.
+func safeError(err error) (safe error) {
+	if err == nil {
+		return nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			safe = &errorMethodPanicError{err: err, text: fmt.Sprintf("error of type %T: its Error method panicked: %v", err, v)}
+		}
+	}()
+	_ = err.Error()
+	return err
+}

@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,53 @@ func TestOutcomeRetriedAfterConnectionLoss(t *testing.T) {
 		}
 		if _, lost := rec.find(id, driver.EventLost); lost {
 			t.Fatalf("%s: the outcome was recorded twice (the retry was fenced)", kind)
+		}
+	}
+}
+
+// nilPtrError's Error dereferences its receiver: a handler returning a nil *nilPtrError as its
+// error (a non-nil interface holding a nil pointer, Go's classic typed-nil mistake) hands the
+// driver an error whose Error method panics.
+type nilPtrError struct{ msg string }
+
+func (e *nilPtrError) Error() string { return e.msg }
+
+// panickingError's Error method panics outright.
+type panickingError struct{}
+
+func (panickingError) Error() string { panic("Error method exploded") }
+
+// TestHandlerErrorWhoseErrorPanics: a handler's error whose Error method panics (a typed nil
+// pointer, or a method that panics) is recorded as a failure with a text saying so, and the
+// cancellation of such an error too; the worker process does not crash.
+func TestHandlerErrorWhoseErrorPanics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "typednil", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		var e *nilPtrError
+		return e
+	}, nil)
+	driver.AddHandler(hs, "panics", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		return panickingError{}
+	}, nil)
+	driver.AddHandler(hs, "cancelpanics", func(ctx context.Context, job *driver.Job[struct{}]) error {
+		return driver.Cancel(panickingError{})
+	}, nil)
+	rec := &eventRecorder{}
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 3}})
+	cfg.Hook = rec
+	startClient(t, b.pool, cfg)
+	want := map[string]string{"typednil": "dead", "panics": "dead", "cancelpanics": "cancelled"}
+	ids := map[string]int64{}
+	for kind := range want {
+		ids[kind] = mustEnqueue(t, b.pool, kind, nil, &driver.EnqueueOpts{MaxAttempts: 1})
+	}
+	for kind, state := range want {
+		id := ids[kind]
+		waitUntil(t, 10*time.Second, kind+" recorded", func() bool { return getJob(t, b.pool, id).State == state })
+		if j := getJob(t, b.pool, id); len(j.Errors) != 1 || j.LastError == nil || !strings.Contains(*j.LastError, "its Error method panicked") {
+			t.Fatalf("%s: job = %+v, want one errors entry and a last_error saying the Error method panicked", kind, j)
 		}
 	}
 }

@@ -80,12 +80,14 @@ func (fl *fetchLoop) execute(ex *execution) {
 	c.settle(ex, decodeErr, err, time.Since(start))
 }
 
-// callHandler runs the handler, turning a panic into a *panicError.
+// callHandler runs the handler, turning a panic into a *panicError, and an error whose Error
+// method panics into an *errorMethodPanicError (see safeError).
 func callHandler(ctx context.Context, h *handler, ex *execution) (decodeErr, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &panicError{value: v, stack: debug.Stack()}
 		}
+		err = safeError(err)
 	}()
 	return h.run(ctx, ex)
 }

@@ -39,7 +39,11 @@
 --           holds and the claim takes every lock SKIP LOCKED (the jobs_queues rows too, unlike
 --           jobs_claim), so the call waits for no claim, operator or other caller, and two
 --           callers cannot deadlock each other. (It can wait for a session that locks a row
---           this worker holds, as jobs_complete_many can.)
+--           this worker holds, as jobs_complete_many can.) Whether a requested queue is
+--           paused or limited is looked at before the completions and again after them, so a
+--           limit set while they ran is skipped too; only one committed in the instant
+--           between that second look and jobs_claim's own (no lock is waited for between the
+--           two) can still make jobs_claim wait for the queue's row.
 -- States:   running -> done (the completed pairs); queued -> running (the claimed jobs).
 -- Time:     now() (transaction start), as in both functions.
 -- Errors:   22023 (naming this function and the parameter) for the arrays as jobs_complete_many
@@ -130,6 +134,19 @@ BEGIN
         FROM jobs_complete_many(jobs_complete_and_claim.ids, jobs_complete_and_claim.attempts) AS d(done_id)
         ORDER BY d.done_id
     );
+
+    IF jobs_complete_and_claim.max_jobs > 0 AND NOT v_limited THEN
+        -- Looked again: a requested queue may have been paused or limited while the
+        -- completions ran (they can wait for a job row another session locks, or just take
+        -- long), and jobs_claim, deciding afresh, would then wait for its jobs_queues row.
+        -- Such a queue is claimed with the skipping claim too (no slot handover: the pairs'
+        -- queues were not read).
+        v_limited := EXISTS (
+            SELECT FROM jobs_queues q
+            WHERE (jobs_complete_and_claim.queues IS NULL OR q.queue = ANY (jobs_complete_and_claim.queues))
+              AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+        );
+    END IF;
 
     IF jobs_complete_and_claim.max_jobs > 0 THEN
         -- WITH ORDINALITY numbers the rows in the order the claim returns them.

@@ -53,6 +53,17 @@ export function retryable(err) {
   return /^(08|53)/.test(code) || ['57P01', '57P02', '57P03', '40001', '40P01'].includes(code);
 }
 
+// thrownText is the text jobs_fail records for what a handler threw: an Error's stack, else
+// String(value). String throws for an object without a prototype or whose toString throws;
+// the failure is recorded all the same (else it waited out the lease), with a text saying so.
+function thrownText(error) {
+  try {
+    return error instanceof Error ? (error.stack ?? String(error)) : String(error);
+  } catch (err) {
+    return `a thrown value (${Object.prototype.toString.call(error)}) that could not be made a string: ${err?.message ?? 'unknown error'}`;
+  }
+}
+
 // within rejects when promise takes longer than ms.
 function within(promise, ms, what) {
   let timer;
@@ -113,6 +124,10 @@ export class Worker {
     for (const [what, text] of [['name', this.name], ...Object.keys(this.queues).map((q) => [`queues.${q}`, q])]) {
       const problem = typeof text === 'string' ? unstorable(text) : null;
       if (problem) throw new RangeError(`skiplock: Worker options.${what} ${problem}`);
+    }
+    // jobs_claim refuses an empty name or one longer than 200 bytes: every claim would fail.
+    if (typeof this.name === 'string' && (this.name === '' || Buffer.byteLength(this.name) > 200)) {
+      throw new RangeError('skiplock: Worker options.name must be a non-empty string of at most 200 bytes');
     }
     this.lease = options.lease ?? LEASE_DEFAULT;
     this.heartbeatInterval = options.heartbeatInterval ?? Math.floor(this.lease / 3);
@@ -391,7 +406,7 @@ export class Worker {
       return this.held(job, 'cancelled', 'cancelled', await this.outcome('jobs_cancel', job,
         () => this.client.cancel(job.id, { attempt: job.attempt, error: error.stack ?? error.message })));
     }
-    let text = error instanceof Error ? (error.stack ?? String(error)) : String(error);
+    let text = thrownText(error);
     if (reason instanceof JobTimeoutError && error !== reason) text = `${reason.message}\n${text}`;
     const retryAt = error instanceof RetryAt ? error.at : undefined;
     const state = await this.outcome('jobs_fail', job, () => this.client.fail(job.id, job.attempt, text, { retryAt }));
@@ -399,7 +414,7 @@ export class Worker {
     this.stats.failed += 1;
     // A retry is routine; a job out of attempts deserves attention.
     const log = state === 'dead' ? this.logger.warn : this.logger.info;
-    log?.call(this.logger, `skiplock: job ${job.id} (${job.kind}) attempt ${job.attempt} failed; now ${state}: ${error?.message ?? error}`);
+    log?.call(this.logger, `skiplock: job ${job.id} (${job.kind}) attempt ${job.attempt} failed; now ${state}: ${error?.message ?? text}`);
     this.emit('failed', job, state, error);
   }
 

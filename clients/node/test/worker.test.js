@@ -42,6 +42,25 @@ test('a thrown error is recorded with its stack through jobs_fail', async (t) =>
   assert.match(logger.lines.warn.join('\n'), /attempt 1 failed; now dead: bad payload 1/);
 });
 
+test('a thrown value that cannot be made a string is still recorded through jobs_fail', async (t) => {
+  // String() throws for an object without a prototype, or whose toString throws: the failure
+  // is still recorded (it was lost until the lease expired).
+  const client = newClient(t);
+  const queue = queueName('nostring');
+  const ids = await client.enqueueMany(['bare', 'badstring'].map((kind) => ({ kind, queue, maxAttempts: 1 })));
+  const worker = startWorker(t, client, queue, {
+    bare: async () => { throw Object.create(null); },
+    badstring: async () => { throw { toString() { throw new Error('toString exploded'); } }; },
+  }, { queues: { [queue]: 2 } });
+  for (const id of ids) {
+    const job = await finalState(client, id, ['dead']);
+    assert.match(job.lastError, /could not be made a string/);
+  }
+  await worker.stop();
+  assert.equal(worker.stats.failed, 2);
+  assert.equal(worker.stats.errors, 0);
+});
+
 test('Snooze, Cancel and RetryAt results, returned or thrown', async (t) => {
   const client = newClient(t);
   const queue = queueName('results');
@@ -287,6 +306,8 @@ test('stop is safe to call twice and before start; options are checked', async (
   assert.throws(() => new Worker(client, { handlers: {}, queues: { q: 0 } }), /queues\.q/);
   assert.throws(() => new Worker(client, { handlers: {}, name: 'w\0' }), /options\.name must not contain NUL/);
   assert.throws(() => new Worker(client, { handlers: {}, queues: { 'q\0': 1 } }), /options\.queues\.q/);
+  assert.throws(() => new Worker(client, { handlers: {}, name: '' }), /options\.name must be a non-empty string of at most 200 bytes/);
+  assert.throws(() => new Worker(client, { handlers: {}, name: '\u00e9'.repeat(101) }), /options\.name must be a non-empty/);
 });
 
 test('jobs claimed but not started at shutdown are given back', async (t) => {

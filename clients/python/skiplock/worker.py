@@ -155,6 +155,8 @@ class Worker:
         for what, text in [("name", self.name), *((f"queues[{q!r}]", q) for q in self.queues)]:
             if problem := _unstorable(text):
                 raise ValueError(f"Worker: {what} {problem}")
+        if len(self.name.encode()) > 200:
+            raise ValueError(f"Worker: name must be at most 200 bytes, got {len(self.name.encode())}")
         self.lease = timedelta(seconds=_seconds(lease))
         if self.lease <= timedelta(0):
             raise ValueError("Worker: lease must be positive")

@@ -234,6 +234,9 @@ def test_worker_rejects_bad_config(client):
         skiplock.Worker(client, {"k": print}, name="w\x00")
     with pytest.raises(ValueError, match="queues"):
         skiplock.Worker(client, {"k": print}, {"q\udcff": 1})
+    # jobs_claim refuses a worker name longer than 200 bytes: every claim would fail.
+    with pytest.raises(ValueError, match="name must be at most 200 bytes"):
+        skiplock.Worker(client, {"k": print}, name="\u00e9" * 101)
 
 
 def test_stop_before_run_returns_at_once(client, queue):
