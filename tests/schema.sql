@@ -1298,6 +1298,19 @@ BEGIN
         ORDER BY d.done_id
     );
 
+    IF jobs_complete_and_claim.max_jobs > 0 AND NOT v_limited THEN
+        -- Looked again: a requested queue may have been paused or limited while the
+        -- completions ran (they can wait for a job row another session locks, or just take
+        -- long), and jobs_claim, deciding afresh, would then wait for its jobs_queues row.
+        -- Such a queue is claimed with the skipping claim too (no slot handover: the pairs'
+        -- queues were not read).
+        v_limited := EXISTS (
+            SELECT FROM jobs_queues q
+            WHERE (jobs_complete_and_claim.queues IS NULL OR q.queue = ANY (jobs_complete_and_claim.queues))
+              AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+        );
+    END IF;
+
     IF jobs_complete_and_claim.max_jobs > 0 THEN
         -- WITH ORDINALITY numbers the rows in the order the claim returns them.
         IF v_limited THEN
