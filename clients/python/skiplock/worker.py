@@ -585,10 +585,13 @@ class Worker:
 def _retryable(err: BaseException) -> bool:
     """Whether a failed call may succeed if repeated, as the Go driver's retryable: a lost
     connection or a server shutting down or restarting (psycopg.OperationalError: SQLSTATE
-    classes 08, 53, 57P01-57P03), a serialization failure or deadlock (40001, 40P01)."""
-    if isinstance(err, psycopg.OperationalError):
-        return True
+    classes 08, 53, 57P01-57P03), a serialization failure or deadlock (40001, 40P01), as the
+    Node client's retryable. An OperationalError without a SQLSTATE is the client's own (the
+    connection broke); one the server sent with another code (54000, 55000, 57014, ...) is not
+    retried: it would hold the job's slot until shutdown."""
     code = getattr(err, "sqlstate", None) or ""
+    if not code:
+        return isinstance(err, psycopg.OperationalError)
     return code[:2] in ("08", "53") or code in ("57P01", "57P02", "57P03", "40001", "40P01")
 
 

@@ -106,6 +106,32 @@ def test_timeout_recorded_after_connection_loss(client, db_url, conn, queue):
     assert w.stats.timed_out == 1 and w.stats.failed == 1 and w.stats.fenced == 0
 
 
+def test_only_connection_errors_are_retried():
+    # A broken connection, a server restarting or terminating the backend, a serialization
+    # failure: retried. A server error of another class (program limit, object state, a
+    # statement timeout) or a bad argument: not, else the job's slot stays taken until shutdown.
+    from skiplock.worker import _retryable
+
+    for err in (
+        psycopg.OperationalError("connection lost"),
+        psycopg.errors.lookup("08006")(),
+        psycopg.errors.lookup("57P01")(),
+        psycopg.errors.lookup("53300")(),
+        psycopg.errors.lookup("40001")(),
+        psycopg.errors.lookup("40P01")(),
+    ):
+        assert _retryable(err), repr(err)
+    for err in (
+        psycopg.errors.lookup("54000")(),
+        psycopg.errors.lookup("55000")(),
+        psycopg.errors.lookup("57014")(),
+        psycopg.errors.lookup("22023")(),
+        psycopg.errors.lookup("42501")(),
+        ValueError("not a database error"),
+    ):
+        assert not _retryable(err), repr(err)
+
+
 def test_fenced_result_counted_not_retried(client, conn, queue, caplog):
     started, release = threading.Event(), threading.Event()
 
