@@ -2,7 +2,7 @@
 // database.
 //
 // The queue is a jobs table plus PL/pgSQL functions: jobs_enqueue and jobs_enqueue_many
-// add jobs, jobs_claim leases ready jobs with FOR UPDATE SKIP LOCKED, and jobs_complete,
+// add jobs, jobs_claim leases ready jobs with FOR NO KEY UPDATE SKIP LOCKED, and jobs_complete,
 // jobs_fail, jobs_heartbeat and jobs_snooze act on a leased job only while the caller
 // still holds it at the attempt it was given (the attempt number is a fencing token).
 // jobs_requeue_expired takes back jobs whose worker died. Because every rule is in SQL,
