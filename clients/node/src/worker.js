@@ -419,12 +419,19 @@ export class Worker {
   }
 
   // outcome runs call, the fenced call that records job's outcome (jobs_fail, jobs_snooze or
-  // jobs_cancel), as the Go driver records outcomes: a connection error is retried with a
-  // capped backoff, since the call is fenced and repeating it is safe, until the final flush
-  // of shutdown, which makes one last bounded attempt. Any other error is thrown: the job
-  // runs again once its lease expires. The job stays in this.running meanwhile, so it keeps
-  // heartbeating.
-  async outcome(fn, job, call) {
+  // jobs_cancel), as the Go driver records outcomes: retried through connection errors
+  // (retrying), since the call is fenced and repeating it is safe. Any other error is thrown:
+  // the job runs again once its lease expires. The job stays in this.running meanwhile, so it
+  // keeps heartbeating.
+  outcome(fn, job, call) {
+    return this.retrying(fn, `${fn} of job ${job.id}`, call);
+  }
+
+  // retrying runs call, a call of the SQL function fn (what says on what): a connection error
+  // is retried with a capped backoff until the final flush of shutdown, which makes one last
+  // attempt, bounded by COMPLETE_FINAL_TIMEOUT. Any other error, or the last attempt's, is
+  // thrown.
+  async retrying(fn, what, call) {
     let delay = COMPLETE_RETRY_MIN;
     for (;;) {
       const last = this.finalFlush;
@@ -433,7 +440,7 @@ export class Worker {
       } catch (err) {
         if (last || !retryable(err)) throw err;
         this.stats.errors += 1;
-        this.logger.warn?.(`skiplock: ${fn} of job ${job.id} failed; retrying in ${delay} ms: ${err?.message ?? err}`);
+        this.logger.warn?.(`skiplock: ${what} failed; retrying in ${delay} ms: ${err?.message ?? err}`);
         let timer;
         await Promise.race([new Promise((resolve) => { timer = setTimeout(resolve, delay); }), this.finalFlushStarted]);
         clearTimeout(timer);
@@ -489,31 +496,19 @@ export class Worker {
   // is retried until the final flush of shutdown (the jobs keep heartbeating meanwhile, since
   // they stay in this.running), which makes one last bounded attempt.
   async completeBatch(batch) {
-    let delay = COMPLETE_RETRY_MIN;
-    for (;;) {
-      const last = this.finalFlush;
-      try {
-        const call = this.client.completeMany(batch.map((b) => b.ex.job.id), batch.map((b) => b.ex.job.attempt));
-        const done = new Set(await (last ? within(call, COMPLETE_FINAL_TIMEOUT, 'jobs_complete_many') : call));
-        for (const { ex, resolve } of batch) {
-          if (done.has(ex.job.id)) this.emit('completed', ex.job, 'done');
-          else this.fenced(ex.job, 'complete', null);
-          resolve();
-        }
-        return;
-      } catch (err) {
-        if (last || !retryable(err)) {
-          this.logError(`complete (${batch.length} jobs run again after their lease expires)`, err);
-          for (const { resolve } of batch) resolve();
-          return;
-        }
-        this.stats.errors += 1;
-        this.logger.warn?.(`skiplock: complete failed; retrying in ${delay} ms: ${err?.message ?? err}`);
-        let timer;
-        await Promise.race([new Promise((resolve) => { timer = setTimeout(resolve, delay); }), this.finalFlushStarted]);
-        clearTimeout(timer);
-        delay = Math.min(delay * 2, COMPLETE_RETRY_MAX);
-      }
+    let done;
+    try {
+      done = new Set(await this.retrying('jobs_complete_many', `jobs_complete_many of ${batch.length} jobs`,
+        () => this.client.completeMany(batch.map((b) => b.ex.job.id), batch.map((b) => b.ex.job.attempt))));
+    } catch (err) {
+      this.logError(`complete (${batch.length} jobs run again after their lease expires)`, err);
+      for (const { resolve } of batch) resolve();
+      return;
+    }
+    for (const { ex, resolve } of batch) {
+      if (done.has(ex.job.id)) this.emit('completed', ex.job, 'done');
+      else this.fenced(ex.job, 'complete', null);
+      resolve();
     }
   }
 

@@ -367,10 +367,15 @@ class Worker:
 
     def _outcome(self, function: str, job: Job, call: Callable[[], Any]) -> Any:
         """Runs call, the fenced call that records job's outcome (jobs_fail, jobs_snooze or
-        jobs_cancel), as the Go driver records outcomes: a connection error (a lost
-        connection, a server restart) is retried with a capped backoff, since the call is
-        fenced and repeating it is safe, until shutdown closes the helpers; then one last
-        attempt is made. Any other error is raised: the job runs again once its lease expires."""
+        jobs_cancel), as the Go driver records outcomes: retried through connection errors
+        (_retrying), since the call is fenced and repeating it is safe. Any other error is
+        raised: the job runs again once its lease expires."""
+        return self._retrying(f"{function} of job {job.id}", call)
+
+    def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
+        """Runs call; a connection error (a lost connection, a server restart: _retryable) is
+        retried with a capped backoff until shutdown closes the helpers, then one last
+        attempt is made. Any other error, or the last attempt's, is raised."""
         delay = COMPLETE_RETRY_MIN
         while True:
             last = self._closing.is_set()
@@ -379,7 +384,7 @@ class Worker:
             except Exception as e:
                 if last or not _retryable(e):
                     raise
-                log.warning("skiplock: %s of job %d failed; retrying in %.2fs: %s", function, job.id, delay, e)
+                log.warning("skiplock: %s failed; retrying in %.2fs: %s", what, delay, e)
                 self._closing.wait(delay)
                 delay = min(delay * 2, COMPLETE_RETRY_MAX)
 
@@ -516,21 +521,14 @@ class Worker:
         lease expires."""
         if not batch:
             return
-        delay = COMPLETE_RETRY_MIN
         try:
-            while True:
-                last = self._closing.is_set()
-                try:
-                    done = set(self.client.complete_many([j.id for j in batch], [j.attempt for j in batch]))
-                    break
-                except Exception as e:
-                    if last or not _retryable(e):
-                        log.exception("skiplock: jobs_complete_many of %d jobs failed; they run again after their lease expires",
-                                      len(batch))
-                        return
-                    log.warning("skiplock: jobs_complete_many of %d jobs failed; retrying in %.2fs: %s", len(batch), delay, e)
-                    self._closing.wait(delay)
-                    delay = min(delay * 2, COMPLETE_RETRY_MAX)
+            try:
+                done = set(self._retrying(f"jobs_complete_many of {len(batch)} jobs",
+                                          lambda: self.client.complete_many([j.id for j in batch], [j.attempt for j in batch])))
+            except Exception:
+                log.exception("skiplock: jobs_complete_many of %d jobs failed; they run again after their lease expires",
+                              len(batch))
+                return
             for job in batch:
                 self._record("completed", job, job.id in done)
         finally:
