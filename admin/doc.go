@@ -1,0 +1,12 @@
+// Package admin is the typed Go API of skiplock's operator functions: listing and inspecting
+// jobs (jobs_list, jobs_inspect), the bulk and single-job actions (jobs_retry, jobs_cancel,
+// jobs_delete and their _many forms), queue settings (jobs_pause, jobs_resume,
+// jobs_set_concurrency, jobs_set_rate_limit), schedules, and the metrics read by every
+// /metrics endpoint (jobs_metrics). The skiplock command, the dashboard (package ui) and the
+// Prometheus exporters all go through it, so each function's call and the scanning of its
+// result are written once.
+//
+// The functions' rules (locks, state moves, errors) are those of docs/sql-api.md; this
+// package adds no rule of its own. A worker's calls (claim, complete, fail, heartbeat) are
+// the driver's, not this package's.
+package admin
