@@ -64,7 +64,7 @@ func TestRewrittenMigrationsKeepTheirEffect(t *testing.T) {
 
 	t.Run("SameAsReleasedFilesInGitHistory", func(t *testing.T) {
 		t.Parallel()
-		released := releasedMigrations(t)
+		released := gitMigrations(t, releasedCommit)
 		old, current := setup(t), setup(t)
 		for v := int32(1); v <= int32(len(releasedDigests)); v++ {
 			opts := &skiplock.MigrateOpts{Schema: schema, TargetVersion: v}
@@ -101,24 +101,24 @@ func TestRewrittenMigrationsKeepTheirEffect(t *testing.T) {
 	})
 }
 
-// releasedMigrations reads migrations/ as it was at releasedCommit from the repository's git
-// history, or skips the test when the history is not there (a shallow clone, a source archive,
-// a module download) or git is missing.
-func releasedMigrations(t *testing.T) fstest.MapFS {
+// gitMigrations reads migrations/ as it was at rev (a commit or a tag) from the repository's
+// git history, or skips the test when the history is not there (a shallow clone, a source
+// archive, a module download, a tag not yet made) or git is missing.
+func gitMigrations(t *testing.T, rev string) fstest.MapFS {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skipf("git is not installed: cannot read the migrations of commit %s", releasedCommit)
+		t.Skipf("git is not installed: cannot read the migrations of %s", rev)
 	}
-	if out, err := exec.Command("git", "cat-file", "-e", releasedCommit+"^{commit}").CombinedOutput(); err != nil {
-		t.Skipf("the repository's git history has no commit %s (shallow clone or no .git: %v %s); "+
-			"DigestsArePinned still checks the released versions", releasedCommit, err, strings.TrimSpace(string(out)))
+	if out, err := exec.Command("git", "cat-file", "-e", rev+"^{commit}").CombinedOutput(); err != nil {
+		t.Skipf("the repository's git history has no %s (shallow clone, no .git, or not tagged yet: %v %s); "+
+			"the digests and the files' sums in %s still check the released versions", rev, err, strings.TrimSpace(string(out)), releaseMarker)
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command("git", "archive", "--format=tar", releasedCommit, "migrations")
+	cmd := exec.Command("git", "archive", "--format=tar", rev, "migrations")
 	cmd.Stderr = &stderr
 	archive, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("git archive %s migrations: %v\n%s", releasedCommit, err, stderr.String())
+		t.Fatalf("git archive %s migrations: %v\n%s", rev, err, stderr.String())
 	}
 	files := fstest.MapFS{}
 	r := tar.NewReader(bytes.NewReader(archive))
@@ -128,7 +128,7 @@ func releasedMigrations(t *testing.T) fstest.MapFS {
 			break
 		}
 		if err != nil {
-			t.Fatalf("reading git archive %s migrations: %v", releasedCommit, err)
+			t.Fatalf("reading git archive %s migrations: %v", rev, err)
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
@@ -140,7 +140,7 @@ func releasedMigrations(t *testing.T) fstest.MapFS {
 		files[strings.TrimPrefix(h.Name, "migrations/")] = &fstest.MapFile{Data: body, Mode: 0o644}
 	}
 	if len(files) == 0 {
-		t.Fatalf("git archive %s migrations: no files", releasedCommit)
+		t.Fatalf("git archive %s migrations: no files", rev)
 	}
 	return files
 }

@@ -120,6 +120,14 @@ func migrateSet(ctx context.Context, conn *pgx.Conn, opts *MigrateOpts, migratio
 	if target == 0 {
 		target = int32(len(m.Migrations))
 	}
+	// tern's own refusal only says the version is out of range; say where such a version
+	// comes from.
+	if current, err := m.GetCurrentVersion(ctx); err == nil && current > int32(len(m.Migrations)) {
+		return fmt.Errorf("skiplock: schema %q is at migration version %d, but this skiplock knows versions up to %d: "+
+			"it was migrated by a newer skiplock, or by a development build whose unreleased migrations were "+
+			"later folded into one release (migrations/RELEASED); such a database cannot be upgraded in place",
+			schema, current, len(m.Migrations))
+	}
 	if err := m.MigrateTo(ctx, target); err != nil {
 		return fmt.Errorf("failed to migrate schema %q: %w", schema, err)
 	}

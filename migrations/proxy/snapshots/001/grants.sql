@@ -52,6 +52,7 @@ BEGIN
             ('_jobs_proxy_id_shard(text, text, bigint)',                                                '{jobs_producer, jobs_worker, jobs_admin}'),
             ('_jobs_proxy_queue_shard(text, text, boolean)',                                            '{jobs_producer, jobs_worker, jobs_admin}'),
             ('_jobs_proxy_unreachable(text, text)',                                                     '{jobs_producer, jobs_worker, jobs_admin}'),
+            ('_jobs_proxy_queues_on(integer)',                                                          '{}'),
             ('jobs_proxy_set_shards(text[])',                                                           '{}'),
             ('jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean)', '{jobs_producer}'),
             ('_jobs_proxy_enqueue_many_on(integer, text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean)', '{jobs_producer}'),

@@ -12,10 +12,14 @@
 --           the proxy. Order: best first within each shard, not across shards. A shard that
 --           cannot be reached (_jobs_proxy_unreachable) is skipped with a WARNING naming it,
 --           so workers keep taking the other shards' jobs; when no shard answers, the last
---           error is raised.
+--           error is raised. Any other error of a shard asked after jobs were claimed on
+--           others ends the loop with a WARNING naming the shard and returns those jobs:
+--           raising would hand nobody jobs already committed as claimed on their shards,
+--           leaving them running, with an attempt spent, until their leases expired.
 -- Locks:    as the shard's jobs_claim, until each shard's call ends.
 -- States:   queued -> running, on the shards.
--- Errors:   jobs_claim's errors (22023 for bad arguments, from the first shard asked).
+-- Errors:   jobs_claim's errors (22023 for bad arguments, from the first shard asked, before
+--           any shard has claimed a job).
 CREATE OR REPLACE FUNCTION jobs_claim(
     worker   text,
     max_jobs integer  DEFAULT 1,
@@ -35,14 +39,18 @@ DECLARE
     v_queues text[];
     v_remaining integer := jobs_claim.max_jobs;
     v_got integer;
+    v_claimed integer := 0;
     v_answered boolean := false;
     v_state text;
     v_message text;
     i integer;
 BEGIN
-    IF jobs_claim.queues IS NULL OR array_ndims(jobs_claim.queues) IS DISTINCT FROM 1 THEN
-        -- queues NULL: every shard; an empty or malformed array: shard 0 raises jobs_claim's
-        -- 22023.
+    IF jobs_claim.queues IS NULL OR array_ndims(jobs_claim.queues) IS DISTINCT FROM 1
+       OR array_position(jobs_claim.queues, NULL) IS NOT NULL THEN
+        -- queues NULL: every shard; an empty or malformed array, or one with a NULL: shard 0
+        -- raises jobs_claim's 22023. Checked before any shard is asked: in the loop below,
+        -- a NULL would reach only shard 0, after other shards had already claimed jobs that
+        -- the error then leaves running until their leases expire.
         v_shards := CASE WHEN jobs_claim.queues IS NULL
                          THEN ARRAY(SELECT generate_series(0, _jobs_proxy_shard_count() - 1))
                          ELSE ARRAY[0] END;
@@ -70,11 +78,18 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
             IF NOT _jobs_proxy_unreachable(v_state, v_message) THEN
-                RAISE;
+                IF v_claimed = 0 THEN
+                    RAISE;
+                END IF;
+                -- The rows already returned are claimed on their shards: hand them over.
+                RAISE WARNING 'skiplock proxy: jobs_claim stopped at shard % after claiming % jobs on other shards: % (SQLSTATE %)',
+                    v_shard, v_claimed, v_message, v_state;
+                RETURN;
             END IF;
             RAISE WARNING 'skiplock proxy: jobs_claim skipped shard %: %', v_shard, v_message;
             v_got := 0;
         END;
+        v_claimed := v_claimed + v_got;
         v_remaining := v_remaining - v_got;
         EXIT WHEN v_remaining <= 0;
     END LOOP;
