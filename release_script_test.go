@@ -133,6 +133,7 @@ func TestReleaseScript(t *testing.T) {
 		t.Fatalf("scripts/release on a dirty tree = %v\n%s", err, out)
 	}
 	r.write(open, strings.Replace(text, "a test release:", "WRITE HERE", 1))
+	r.write("CHANGELOG.md", strings.Replace(r.read("CHANGELOG.md"), "## [Unreleased]\n", "## [Unreleased]\n\n### Added\n\n- Table `t`.\n", 1))
 	r.git("add", "-A")
 	r.git("commit", "-q", "-m", "change")
 	if out, err := r.run("scripts/release", "v9.0.0"); err == nil || !strings.Contains(out, "WRITE HERE") {
