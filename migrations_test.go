@@ -139,9 +139,9 @@ func TestSQLFilesAreFrozen(t *testing.T) {
 		if len(problems) > 0 {
 			slices.Sort(problems)
 			t.Fatalf("sql/ has changes that no migration installs:\n  %s\n"+
-				"Freeze them into migration %03d, with the glue that installs them, with:\n\n"+
-				"    scripts/new-migration NAME        # NAME says what changes, e.g. claim_skips_paused_queues\n\n"+
-				"(see CONTRIBUTING.md, \"Changing the SQL\").", strings.Join(problems, "\n  "), latest+1)
+				"Freeze them into the next release's open migration, with the glue that installs them, with:\n\n"+
+				"    scripts/new-migration\n\n"+
+				"(see CONTRIBUTING.md, \"Changing the SQL\").", strings.Join(problems, "\n  "))
 		}
 	})
 

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The release marker, migrations/RELEASED, as the shell scripts read it. Sourced by
-# scripts/new-migration and scripts/release; migrations_test.go and history_test.go read the
-# same file (releasedSet) and check the same sums.
+# scripts/new-migration and scripts/release; released_test.go reads the same file (readReleases)
+# and recomputes the same sums (releaseFilesSum).
 #
 # Each line of the marker, after the comments, is one release, oldest first:
 #
