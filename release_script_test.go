@@ -87,8 +87,10 @@ func TestReleaseScript(t *testing.T) {
 	open := fmt.Sprintf("migrations/%03d_unreleased.sql", last.schema+1)
 	openSnap := fmt.Sprintf("migrations/snapshots/%03d", last.schema+1)
 
-	if out, err := r.run("scripts/release", last.name); err == nil || !strings.Contains(out, "not newer") {
-		t.Fatalf("scripts/release %s (the last release again) = %v\n%s\nwant a refusal saying it is not newer", last.name, err, out)
+	if last.name != "untagged" {
+		if out, err := r.run("scripts/release", last.name); err == nil || !strings.Contains(out, "not newer") {
+			t.Fatalf("scripts/release %s (the last release again) = %v\n%s\nwant a refusal saying it is not newer", last.name, err, out)
+		}
 	}
 	if out, err := r.run("scripts/release", "1.0"); err == nil || !strings.Contains(out, "v1.2.3") {
 		t.Fatalf("scripts/release 1.0 = %v\n%s\nwant a refusal showing the form of a version", err, out)
