@@ -36,7 +36,13 @@ var releaseName = regexp.MustCompile(`^(untagged|v(0|[1-9][0-9]*)\.(0|[1-9][0-9]
 // readReleases parses releaseMarker.
 func readReleases(t *testing.T) []release {
 	t.Helper()
-	f, err := os.Open(releaseMarker)
+	return readReleasesFile(t, releaseMarker)
+}
+
+// readReleasesFile parses a release marker at path.
+func readReleasesFile(t *testing.T, path string) []release {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +56,14 @@ func readReleases(t *testing.T) []release {
 		}
 		fields := strings.Fields(text)
 		if len(fields) != 4 || !releaseName.MatchString(fields[0]) || len(fields[3]) != 64 {
-			t.Fatalf("%s:%d: want RELEASE SCHEMA PROXY SHA256, got %q", releaseMarker, line, text)
+			t.Fatalf("%s:%d: want RELEASE SCHEMA PROXY SHA256, got %q", path, line, text)
 		}
 		r := release{name: fields[0], sum: fields[3]}
 		var errS, errP error
 		r.schema, errS = strconv.Atoi(fields[1])
 		r.proxy, errP = strconv.Atoi(fields[2])
 		if errS != nil || errP != nil {
-			t.Fatalf("%s:%d: migration numbers must be integers: %q", releaseMarker, line, text)
+			t.Fatalf("%s:%d: migration numbers must be integers: %q", path, line, text)
 		}
 		releases = append(releases, r)
 	}
@@ -65,7 +71,7 @@ func readReleases(t *testing.T) []release {
 		t.Fatal(err)
 	}
 	if len(releases) == 0 {
-		t.Fatalf("%s lists no release", releaseMarker)
+		t.Fatalf("%s lists no release", path)
 	}
 	return releases
 }
