@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/skiplock/skiplock/admin"
 )
 
 type deadListData struct {
@@ -92,13 +94,11 @@ type confirmData struct {
 	Back   string
 }
 
-// bulkDead runs fn (jobs_retry_many or jobs_delete_many) on the request's jobs: once with the
-// ids, or, for all matching, on each page of bulkBatch dead jobs of jobs_list, newest first,
-// each call committed on its own (as the SQL API asks, so workers are never held up for
-// long). The pages go down the ids (keyset), so every job is acted on at most once and the
-// action ends: a loop "until a call returns 0" never ends while workers fail the retried
-// jobs straight back to dead, and retries each of them again and again.
-func (h *Handler) bulkDead(w http.ResponseWriter, r *http.Request, verb, fn string) {
+// bulkDead runs action (admin.Retry or admin.Delete) on the request's dead jobs: once with
+// the ids, or, for all matching, with admin.BulkMatching, whose calls each commit on their
+// own (as the SQL API asks, so workers are never held up for long) and act on every job at
+// most once, so the action ends while workers fail the retried jobs straight back to dead.
+func (h *Handler) bulkDead(w http.ResponseWriter, r *http.Request, verb string, action admin.BulkAction) {
 	b, err := parseBulk(r.PostForm)
 	if err != nil {
 		h.redirectBack(w, r, "/dead", "", err)
@@ -115,31 +115,14 @@ func (h *Handler) bulkDead(w http.ResponseWriter, r *http.Request, verb, fn stri
 			Data: confirmData{Action: verb, Path: r.URL.Path, Filter: b.Filter, Count: count, Back: back}})
 		return
 	}
-	sql := "SELECT " + h.fn(fn) + "(ids => $1, queue => $2, kind => $3, states => '{dead}', max_jobs => $4)"
-	var total int64
+	var total int
 	if b.All {
-		page := b.Filter
-		for {
-			jobs, err := h.listJobs(r.Context(), page, bulkBatch)
-			if err == nil && len(jobs) > 0 {
-				ids := make([]int64, len(jobs))
-				for i, j := range jobs {
-					ids[i] = j.ID
-				}
-				var n int64
-				err = h.db.QueryRow(r.Context(), sql, ids, nullIfEmpty(b.Filter.Queue), nullIfEmpty(b.Filter.Kind), len(ids)).Scan(&n)
-				total += n
-			}
-			if err != nil {
-				h.redirectBack(w, r, "/dead", "", fmt.Errorf("%s stopped after %d jobs: %w", verb, total, err))
-				return
-			}
-			if len(jobs) < bulkBatch {
-				break
-			}
-			page.Before = jobs[len(jobs)-1].ID
+		total, err = h.admin.BulkMatching(r.Context(), action, b.Filter.Queue, b.Filter.Kind, []string{"dead"}, bulkBatch)
+		if err != nil {
+			h.redirectBack(w, r, "/dead", "", fmt.Errorf("%s stopped after %d jobs: %w", verb, total, err))
+			return
 		}
-	} else if err := h.db.QueryRow(r.Context(), sql, b.IDs, nil, nil, bulkBatch).Scan(&total); err != nil {
+	} else if total, err = h.admin.Bulk(r.Context(), action, admin.BulkOpts{IDs: b.IDs, States: []string{"dead"}, MaxJobs: bulkBatch}); err != nil {
 		h.redirectBack(w, r, "/dead", "", err)
 		return
 	}
@@ -148,9 +131,9 @@ func (h *Handler) bulkDead(w http.ResponseWriter, r *http.Request, verb, fn stri
 }
 
 func (h *Handler) deadRetry(w http.ResponseWriter, r *http.Request) {
-	h.bulkDead(w, r, "retry", "jobs_retry_many")
+	h.bulkDead(w, r, "retry", admin.Retry)
 }
 
 func (h *Handler) deadDelete(w http.ResponseWriter, r *http.Request) {
-	h.bulkDead(w, r, "delete", "jobs_delete_many")
+	h.bulkDead(w, r, "delete", admin.Delete)
 }

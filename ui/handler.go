@@ -16,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/skiplock/skiplock/admin"
 )
 
 // DB is what the handler queries: a *pgxpool.Pool satisfies it. Each action runs its
@@ -64,6 +66,7 @@ var templateFS embed.FS
 // Handler serves the dashboard. Create it with [New]; it is safe for concurrent use.
 type Handler struct {
 	db       DB
+	admin    *admin.Client // the operator functions, through db
 	opts     Options
 	mux      *http.ServeMux
 	pages    map[string]*template.Template
@@ -84,6 +87,7 @@ func New(db DB, opts *Options) (*Handler, error) {
 	if opts != nil {
 		h.opts = *opts
 	}
+	h.admin = admin.New(db, &admin.Options{Schema: h.opts.Schema})
 	h.basePath = strings.TrimRight(h.opts.PathPrefix, "/")
 	if h.basePath != "" && !strings.HasPrefix(h.basePath, "/") {
 		return nil, fmt.Errorf("ui: PathPrefix %q must start with /", h.opts.PathPrefix)
@@ -184,14 +188,6 @@ func (h *Handler) validToken(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// fn is the schema-qualified, quoted name of a skiplock function or table.
-func (h *Handler) fn(name string) string {
-	if h.opts.Schema == "" {
-		return pgx.Identifier{name}.Sanitize()
-	}
-	return pgx.Identifier{h.opts.Schema, name}.Sanitize()
 }
 
 // page is what every template gets.

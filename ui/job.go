@@ -11,16 +11,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/skiplock/skiplock/admin"
 )
-
-// attemptError is one entry of a job's error history (the errors column).
-type attemptError struct {
-	Attempt int        `json:"attempt"`
-	At      *time.Time `json:"at"`
-	Error   string     `json:"error"`
-	Worker  string     `json:"worker"`
-}
 
 // timelineEvent is one line of a job's timeline.
 type timelineEvent struct {
@@ -30,44 +22,40 @@ type timelineEvent struct {
 
 type jobDetailData struct {
 	Job      listedJob
-	Payload  string         // indented JSON
-	Errors   []attemptError // oldest first
+	Payload  string               // indented JSON
+	Errors   []admin.AttemptError // oldest first
 	Timeline []timelineEvent
 }
 
 // jobByID reads one job in full through jobs_inspect. ok is false for an unknown or pruned id.
 func (h *Handler) jobByID(ctx context.Context, id int64) (d jobDetailData, ok bool, err error) {
-	var raw, rawErrors []byte
-	j := &d.Job
-	err = h.db.QueryRow(ctx, `SELECT id, queue, kind, state::text, priority, attempts, max_attempts, run_at, created_at,
-		started_at, finished_at, lease_holder, lease_expires_at, unique_key, concurrency_key, last_error, payload, errors
-		FROM `+h.fn("jobs_inspect")+`($1)`, id).Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &j.Priority, &j.Attempts, &j.MaxAttempts,
-		&j.RunAt, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseHolder, &j.LeaseExpiresAt, &j.UniqueKey, &j.ConcurrencyKey,
-		&j.LastError, &raw, &rawErrors)
-	if errors.Is(err, pgx.ErrNoRows) {
+	j, err := h.admin.Inspect(ctx, id)
+	if errors.Is(err, admin.ErrJobNotFound) {
 		return d, false, nil
 	}
 	if err != nil {
 		return d, false, fmt.Errorf("failed to read job %d: %w", id, err)
 	}
+	d.Job, d.Errors = listedJob{j.ListedJob}, j.Errors
 	var pretty bytes.Buffer
-	if json.Indent(&pretty, raw, "", "  ") == nil {
+	if json.Indent(&pretty, j.Payload, "", "  ") == nil {
 		d.Payload = pretty.String()
 	} else {
-		d.Payload = string(raw)
-	}
-	if err := json.Unmarshal(rawErrors, &d.Errors); err != nil {
-		return d, false, fmt.Errorf("failed to decode the error history of job %d: %w", id, err)
+		d.Payload = string(j.Payload)
 	}
 	d.Timeline = timeline(d.Job, d.Errors)
 	return d, true, nil
 }
 
-func timeline(j listedJob, history []attemptError) []timelineEvent {
+func timeline(j listedJob, history []admin.AttemptError) []timelineEvent {
 	ev := []timelineEvent{{j.CreatedAt, "created"}}
 	for _, e := range history {
-		if e.At != nil {
-			ev = append(ev, timelineEvent{*e.At, fmt.Sprintf("attempt %d failed on %s: %s", e.Attempt, e.Worker, truncate(e.Error, 120))})
+		if !e.At.IsZero() {
+			worker := ""
+			if e.Worker != nil {
+				worker = *e.Worker
+			}
+			ev = append(ev, timelineEvent{e.At, fmt.Sprintf("attempt %d failed on %s: %s", e.Attempt, worker, truncate(e.Error, 120))})
 		}
 	}
 	if j.StartedAt != nil {

@@ -7,31 +7,15 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
+
+	"github.com/skiplock/skiplock/admin"
 )
 
 // states are the values of jobs_state, in the order the pages offer them.
 var states = []string{"queued", "running", "done", "dead", "cancelled"}
 
-// listedJob is one row of jobs_list.
-type listedJob struct {
-	ID             int64
-	Queue          string
-	Kind           string
-	State          string
-	Priority       int32
-	Attempts       int32
-	MaxAttempts    int32
-	RunAt          time.Time
-	CreatedAt      time.Time
-	StartedAt      *time.Time
-	FinishedAt     *time.Time
-	LeaseHolder    *string
-	LeaseExpiresAt *time.Time
-	UniqueKey      *string
-	ConcurrencyKey *string
-	LastError      *string
-}
+// listedJob is one row of jobs_list, with what the pages show of it.
+type listedJob struct{ admin.ListedJob }
 
 // ShortError is the last error cut to one line of at most 120 characters, for lists.
 func (j listedJob) ShortError() string {
@@ -100,40 +84,17 @@ func (f jobFilter) Query() string {
 	return v.Encode()
 }
 
-func nullIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // listJobs calls jobs_list for one page of the filter; limit jobs at most.
 func (h *Handler) listJobs(ctx context.Context, f jobFilter, limit int) ([]listedJob, error) {
-	var before *int64
-	if f.Before > 0 {
-		before = &f.Before
-	}
-	rows, err := h.db.Query(ctx, `SELECT id, queue, kind, state::text, priority, attempts, max_attempts, run_at, created_at,
-		started_at, finished_at, lease_holder, lease_expires_at, unique_key, concurrency_key, last_error
-		FROM `+h.fn("jobs_list")+`(state => $1::text::`+h.fn("jobs_state")+`, queue => $2, kind => $3, max_jobs => $4, before_id => $5)`,
-		nullIfEmpty(f.State), nullIfEmpty(f.Queue), nullIfEmpty(f.Kind), limit, before)
+	jobs, err := h.admin.List(ctx, admin.ListOpts{State: f.State, Queue: f.Queue, Kind: f.Kind, MaxJobs: limit, BeforeID: f.Before})
 	if err != nil {
 		return nil, fmt.Errorf("failed to list jobs: %w", err)
 	}
-	defer rows.Close()
-	var jobs []listedJob
-	for rows.Next() {
-		var j listedJob
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &j.Priority, &j.Attempts, &j.MaxAttempts, &j.RunAt, &j.CreatedAt,
-			&j.StartedAt, &j.FinishedAt, &j.LeaseHolder, &j.LeaseExpiresAt, &j.UniqueKey, &j.ConcurrencyKey, &j.LastError); err != nil {
-			return nil, fmt.Errorf("failed to list jobs: %w", err)
-		}
-		jobs = append(jobs, j)
+	listed := make([]listedJob, len(jobs))
+	for i, j := range jobs {
+		listed[i] = listedJob{j}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("failed to list jobs: %w", err)
-	}
-	return jobs, nil
+	return listed, nil
 }
 
 type jobListData struct {

@@ -7,26 +7,23 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skiplock/skiplock/admin"
 )
 
-// queueRow is one row of jobs_metrics: a queue's counts and settings (Queue empty on the
-// totals row).
+// queueRow is one row of jobs_metrics: a queue's counts and settings.
 type queueRow struct {
-	Queue          string
-	Ready          int64
-	Scheduled      int64
-	Running        int64
-	RunningExpired int64
-	Dead           int64
-	Cancelled      int64
-	DoneEstimate   *int64
-	OldestReadyAge *float64
-	CreatedTotal   *int64
-	Paused         bool
-	MaxRunning     *int32
-	PerKey         *int32
-	MaxStarts      *int32
-	Per            *string // the interval as PostgreSQL prints it
+	admin.QueueMetrics
+	// Queue shadows the embedded *string: "" on the totals row.
+	Queue string
+}
+
+func rowOf(m admin.QueueMetrics) queueRow {
+	r := queueRow{QueueMetrics: m}
+	if m.Queue != nil {
+		r.Queue = *m.Queue
+	}
+	return r
 }
 
 // Limits describes the queue's flow-control settings in words, "" when it has none.
@@ -46,42 +43,24 @@ func (q queueRow) Limits() string {
 
 // OldestAge is the age of the oldest ready job, rounded for display; "" when none is ready.
 func (q queueRow) OldestAge() string {
-	if q.OldestReadyAge == nil {
+	if q.OldestReadyAgeS == nil {
 		return ""
 	}
-	return formatDuration(time.Duration(*q.OldestReadyAge * float64(time.Second)))
+	return formatDuration(time.Duration(*q.OldestReadyAgeS * float64(time.Second)))
 }
 
 // queueMetrics calls jobs_metrics: the queues in name order, then the totals row.
 func (h *Handler) queueMetrics(ctx context.Context) ([]queueRow, *queueRow, error) {
-	rows, err := h.db.Query(ctx, `SELECT coalesce(queue, ''), ready, scheduled, running, running_expired, dead, cancelled,
-		done_estimate, oldest_ready_age_s, jobs_created_total, coalesce(paused, false), max_running, per_key, max_starts, per::text
-		FROM `+h.fn("jobs_metrics")+`()`)
+	ms, total, err := h.admin.Metrics(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to read jobs_metrics: %w", err)
 	}
-	defer rows.Close()
-	var queues []queueRow
-	var total *queueRow
-	for rows.Next() {
-		var q queueRow
-		if err := rows.Scan(&q.Queue, &q.Ready, &q.Scheduled, &q.Running, &q.RunningExpired, &q.Dead, &q.Cancelled,
-			&q.DoneEstimate, &q.OldestReadyAge, &q.CreatedTotal, &q.Paused, &q.MaxRunning, &q.PerKey, &q.MaxStarts, &q.Per); err != nil {
-			return nil, nil, fmt.Errorf("failed to read jobs_metrics: %w", err)
-		}
-		if q.CreatedTotal != nil {
-			total = &q
-			continue
-		}
-		queues = append(queues, q)
+	queues := make([]queueRow, len(ms))
+	for i, m := range ms {
+		queues[i] = rowOf(m)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("failed to read jobs_metrics: %w", err)
-	}
-	if total == nil {
-		total = &queueRow{}
-	}
-	return queues, total, nil
+	t := rowOf(total)
+	return queues, &t, nil
 }
 
 type overviewData struct {
@@ -96,7 +75,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "failed to read the queues", err)
 		return
 	}
-	h.sampler.add(sample{at: time.Now(), created: deref(total.CreatedTotal), live: total.Ready + total.Scheduled + total.Running})
+	h.sampler.add(sample{at: time.Now(), created: deref(total.JobsCreatedTotal), live: total.Ready + total.Scheduled + total.Running})
 	chart := throughputChart(rates(h.sampler.snapshot()), time.Now())
 	h.render(w, r, "overview", page{Title: "Queues", Nav: "overview", Data: overviewData{Queues: queues, Total: *total, Chart: chart}})
 }
@@ -119,15 +98,13 @@ func (h *Handler) queueDetail(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) queuePause(w http.ResponseWriter, r *http.Request) {
 	queue := r.PostForm.Get("queue")
-	var changed bool
-	err := h.db.QueryRow(r.Context(), "SELECT "+h.fn("jobs_pause")+"($1)", queue).Scan(&changed)
+	changed, err := h.admin.Pause(r.Context(), queue)
 	h.redirectBack(w, r, "/", pick(changed, "paused queue "+queue, "queue "+queue+" was paused already"), err)
 }
 
 func (h *Handler) queueResume(w http.ResponseWriter, r *http.Request) {
 	queue := r.PostForm.Get("queue")
-	var changed bool
-	err := h.db.QueryRow(r.Context(), "SELECT "+h.fn("jobs_resume")+"($1)", queue).Scan(&changed)
+	changed, err := h.admin.Resume(r.Context(), queue)
 	h.redirectBack(w, r, "/", pick(changed, "resumed queue "+queue, "queue "+queue+" was not paused"), err)
 }
 
@@ -140,7 +117,7 @@ func (h *Handler) queueConcurrency(w http.ResponseWriter, r *http.Request) {
 		h.redirectBack(w, r, "/", "", err)
 		return
 	}
-	_, err := h.db.Exec(r.Context(), "SELECT "+h.fn("jobs_set_concurrency")+"($1, $2, $3)", queue, maxRunning, perKey)
+	err := h.admin.SetConcurrency(r.Context(), queue, maxRunning, perKey)
 	h.redirectBack(w, r, "/", "set the concurrency limits of queue "+queue, err)
 }
 
@@ -160,7 +137,7 @@ func (h *Handler) queueRate(w http.ResponseWriter, r *http.Request) {
 		}
 		per = &p
 	}
-	_, err = h.db.Exec(r.Context(), "SELECT "+h.fn("jobs_set_rate_limit")+"($1, $2, $3::interval)", queue, maxStarts, per)
+	err = h.admin.SetRateLimit(r.Context(), queue, maxStarts, per)
 	h.redirectBack(w, r, "/", "set the rate limit of queue "+queue, err)
 }
 

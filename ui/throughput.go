@@ -82,14 +82,11 @@ func rates(samples []sample) []throughputPoint {
 
 // takeSample reads jobs_metrics' totals row and records it.
 func (h *Handler) takeSample(ctx context.Context) error {
-	var created, ready, scheduled, running *int64
-	err := h.db.QueryRow(ctx,
-		"SELECT jobs_created_total, ready, scheduled, running FROM "+h.fn("jobs_metrics")+"() WHERE queue IS NULL").
-		Scan(&created, &ready, &scheduled, &running)
+	_, total, err := h.admin.Metrics(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to sample jobs_metrics: %w", err)
 	}
-	h.sampler.add(sample{at: time.Now(), created: deref(created), live: deref(ready) + deref(scheduled) + deref(running)})
+	h.sampler.add(sample{at: time.Now(), created: deref(total.JobsCreatedTotal), live: total.Ready + total.Scheduled + total.Running})
 	return nil
 }
 

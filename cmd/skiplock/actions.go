@@ -8,23 +8,25 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/skiplock/skiplock/admin"
 )
 
 // A bulk action is retry, cancel or delete: one of the jobs_*_many functions, by ids or by
 // filter.
 type bulkAction struct {
-	verb, past    string   // "retry", "retried"
-	function      string   // "jobs_retry_many"
+	verb, past    string // "retry", "retried"
+	function      admin.BulkAction
 	defaultStates []string // the function's default states
 	allowedStates []string // what its states argument may hold
 }
 
 var (
-	retryAction = bulkAction{verb: "retry", past: "retried", function: "jobs_retry_many",
+	retryAction = bulkAction{verb: "retry", past: "retried", function: admin.Retry,
 		defaultStates: []string{"dead"}, allowedStates: []string{"dead", "cancelled"}}
-	cancelAction = bulkAction{verb: "cancel", past: "cancelled", function: "jobs_cancel_many",
+	cancelAction = bulkAction{verb: "cancel", past: "cancelled", function: admin.Cancel,
 		defaultStates: []string{"queued"}, allowedStates: []string{"queued", "running"}}
-	deleteAction = bulkAction{verb: "delete", past: "deleted", function: "jobs_delete_many",
+	deleteAction = bulkAction{verb: "delete", past: "deleted", function: admin.Delete,
 		defaultStates: []string{"done", "dead", "cancelled"}, allowedStates: []string{"done", "dead", "cancelled"}}
 )
 
@@ -112,15 +114,13 @@ func (a bulkAction) run(ctx context.Context, c *call, queue, kind, stateList str
 
 	if len(ids) > 0 {
 		if dryRun {
-			n, err := countIDs(ctx, c, ids, states)
+			n, err := c.admin().CountIDs(ctx, ids, states)
 			if err != nil {
-				return err
+				return fmt.Errorf("failed to count jobs: %w", err)
 			}
 			return a.report(c, true, n)
 		}
-		var n int
-		err := c.conn.QueryRow(ctx, "SELECT "+a.function+"(ids => $1, states => $2::jobs_state[], max_jobs => $3)",
-			ids, states, len(ids)).Scan(&n)
+		n, err := c.admin().Bulk(ctx, a.function, admin.BulkOpts{IDs: ids, States: states, MaxJobs: len(ids)})
 		if err != nil {
 			return fmt.Errorf("failed to %s jobs: %w", a.verb, err)
 		}
@@ -130,9 +130,9 @@ func (a bulkAction) run(ctx context.Context, c *call, queue, kind, stateList str
 		return a.report(c, false, n)
 	}
 
-	n, err := countFilter(ctx, c, queue, kind, states)
+	n, err := c.admin().CountMatching(ctx, queue, kind, states)
 	if err != nil {
-		return err
+		return fmt.Errorf("failed to list jobs: %w", err)
 	}
 	if dryRun {
 		return a.report(c, true, n)
@@ -148,85 +148,11 @@ func (a bulkAction) run(ctx context.Context, c *call, queue, kind, stateList str
 			return errNotConfirmed
 		}
 	}
-	total, err := a.runFilter(ctx, c, queue, kind, states)
+	total, err := c.admin().BulkMatching(ctx, a.function, queue, kind, states, bulkBatch)
 	if err != nil {
 		return fmt.Errorf("failed to %s jobs (%d %s so far): %w", a.verb, total, a.past, err)
 	}
 	return a.report(c, false, total)
-}
-
-// runFilter acts on every job matching queue, kind and states, going down the ids (keyset)
-// in rounds: each round reads one page of bulkBatch jobs of jobs_list per state below the
-// cursor, all in one statement (one snapshot), and calls the function once (its own
-// transaction) with the ids of the range every state's page covers, for all the states. So
-// every job is acted on at most once and the action ends: calling the function by filter
-// until it returns 0 never ends while the set refills (workers failing retried jobs straight
-// back to dead, producers enqueuing what is being cancelled, workers finishing jobs being
-// deleted), and retries a failing job again and again. A job that moves from one of the
-// states to another meanwhile (a running job failed back to queued, a retried job cancelled
-// by its handler) is neither missed nor acted on twice, as a pass per state would.
-func (a bulkAction) runFilter(ctx context.Context, c *call, queue, kind string, states []string) (int, error) {
-	total := 0
-	// Each state once: a state listed twice would double its page and hide that it is full.
-	states = slices.Compact(slices.Sorted(slices.Values(states)))
-	var before *int64
-	for {
-		rows, err := c.conn.Query(ctx, `SELECT s.state::text, l.id
-			FROM unnest($1::jobs_state[]) AS s(state)
-			CROSS JOIN LATERAL jobs_list(state => s.state, queue => $2, kind => $3, max_jobs => $4, before_id => $5) AS l`,
-			states, nullIfEmpty(queue), nullIfEmpty(kind), bulkBatch, before)
-		if err != nil {
-			return total, fmt.Errorf("failed to list jobs: %w", err)
-		}
-		count := map[string]int{}
-		lowest := map[string]int64{}
-		var listed []int64
-		for rows.Next() {
-			var state string
-			var id int64
-			if err := rows.Scan(&state, &id); err != nil {
-				rows.Close()
-				return total, fmt.Errorf("failed to list jobs: %w", err)
-			}
-			count[state]++
-			if l, ok := lowest[state]; !ok || id < l {
-				lowest[state] = id
-			}
-			listed = append(listed, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return total, fmt.Errorf("failed to list jobs: %w", err)
-		}
-		// A full page covers its state down to its lowest id only; the others, everything.
-		var boundary int64
-		for state, n := range count {
-			if n == bulkBatch && lowest[state] > boundary {
-				boundary = lowest[state]
-			}
-		}
-		seen := map[int64]bool{}
-		var ids []int64
-		for _, id := range listed {
-			if id >= boundary && !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-		if len(ids) > 0 {
-			var got int
-			err = c.conn.QueryRow(ctx, "SELECT "+a.function+"(ids => $1, queue => $2, kind => $3, states => $4::jobs_state[], max_jobs => $5)",
-				ids, nullIfEmpty(queue), nullIfEmpty(kind), states, len(ids)).Scan(&got)
-			if err != nil {
-				return total, err
-			}
-			total += got
-		}
-		if boundary == 0 {
-			return total, nil
-		}
-		before = &boundary
-	}
 }
 
 func describeFilter(queue, kind string) string {
@@ -257,39 +183,4 @@ func (a bulkAction) report(c *call, dryRun bool, n int) error {
 	}
 	_, err := fmt.Fprintf(c.stdout, "%s %d jobs\n", a.past, n)
 	return err
-}
-
-// countFilter counts the jobs in states matching queue and kind, a page of jobs_list at a
-// time (the reads jobs_list makes cheap: a state's partial index, or jobs_pkey for done).
-func countFilter(ctx context.Context, c *call, queue, kind string, states []string) (int, error) {
-	n := 0
-	for _, state := range states {
-		var before int64
-		for {
-			page, err := listJobs(ctx, c.conn, state, queue, kind, 1000, before)
-			if err != nil {
-				return 0, err
-			}
-			n += len(page)
-			if len(page) < 1000 {
-				break
-			}
-			before = page[len(page)-1].ID
-		}
-	}
-	return n, nil
-}
-
-// countIDs counts the ids whose job is in one of states (jobs_get).
-func countIDs(ctx context.Context, c *call, ids []int64, states []string) (int, error) {
-	var n int
-	err := c.conn.QueryRow(ctx, `
-		SELECT count(*)
-		FROM (SELECT DISTINCT unnest($1::bigint[]) AS id) i
-		CROSS JOIN LATERAL jobs_get(i.id) g
-		WHERE g.state = ANY ($2::jobs_state[])`, ids, states).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("failed to count jobs: %w", err)
-	}
-	return n, nil
 }

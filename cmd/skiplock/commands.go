@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/skiplock/skiplock/admin"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -39,6 +41,10 @@ type call struct {
 	format outputFormat
 	conn   *pgx.Conn
 }
+
+// admin is the operator functions' API over the command's connection, whose search_path is
+// --schema when given, so the functions are called unqualified.
+func (c *call) admin() *admin.Client { return admin.New(c.conn, nil) }
 
 // commands is the table of every command, in the order `skiplock help` lists them. A new
 // row shows in docs/cli.md after `go test ./cmd/skiplock -run TestCLIDoc -update`.

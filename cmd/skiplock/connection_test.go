@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiplock/skiplock/admin"
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
@@ -20,7 +21,7 @@ func TestConnection(t *testing.T) {
 	kinds := func(r result) string {
 		t.Helper()
 		var page struct {
-			Jobs []listedJob `json:"jobs"`
+			Jobs []admin.ListedJob `json:"jobs"`
 		}
 		r.decode(t, &page)
 		var ks []string

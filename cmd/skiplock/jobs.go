@@ -3,63 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/skiplock/skiplock/admin"
 )
-
-// listedJob is one row of jobs_list, and its -o json form.
-type listedJob struct {
-	ID             int64      `json:"id"`
-	Queue          string     `json:"queue"`
-	Kind           string     `json:"kind"`
-	State          string     `json:"state"`
-	Priority       int32      `json:"priority"`
-	Attempts       int32      `json:"attempts"`
-	MaxAttempts    int32      `json:"max_attempts"`
-	RunAt          time.Time  `json:"run_at"`
-	CreatedAt      time.Time  `json:"created_at"`
-	StartedAt      *time.Time `json:"started_at"`
-	FinishedAt     *time.Time `json:"finished_at"`
-	LeaseHolder    *string    `json:"lease_holder"`
-	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
-	UniqueKey      *string    `json:"unique_key"`
-	ConcurrencyKey *string    `json:"concurrency_key"`
-	LastError      *string    `json:"last_error"`
-}
-
-// listJobs reads one page of jobs_list. state, queue and kind are "" for any.
-func listJobs(ctx context.Context, conn *pgx.Conn, state, queue, kind string, limit int, before int64) ([]listedJob, error) {
-	var beforeID *int64
-	if before > 0 {
-		beforeID = &before
-	}
-	rows, err := conn.Query(ctx, `
-		SELECT id, queue, kind, state::text, priority, attempts, max_attempts, run_at, created_at, started_at,
-		       finished_at, lease_holder, lease_expires_at, unique_key, concurrency_key, last_error
-		FROM jobs_list(state => $1::jobs_state, queue => $2, kind => $3, max_jobs => $4, before_id => $5)`,
-		nullIfEmpty(state), nullIfEmpty(queue), nullIfEmpty(kind), limit, beforeID)
-	if err != nil {
-		return nil, fmt.Errorf("failed to list jobs: %w", err)
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (listedJob, error) {
-		var j listedJob
-		err := r.Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &j.Priority, &j.Attempts, &j.MaxAttempts, &j.RunAt,
-			&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseHolder, &j.LeaseExpiresAt, &j.UniqueKey,
-			&j.ConcurrencyKey, &j.LastError)
-		j.RunAt, j.CreatedAt = j.RunAt.UTC(), j.CreatedAt.UTC()
-		j.StartedAt, j.FinishedAt, j.LeaseExpiresAt = utc(j.StartedAt), utc(j.FinishedAt), utc(j.LeaseExpiresAt)
-		return j, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("failed to list jobs: %w", err)
-	}
-	return jobs, nil
-}
 
 var listCommand = &command{
 	name:     "list",
@@ -93,9 +44,9 @@ next_after is the --after of the next page, null on the last page.
 			if err := checkInt32("list", "limit", *limit); err != nil {
 				return err
 			}
-			jobs, err := listJobs(ctx, c.conn, *state, *queue, *kind, *limit, *after)
+			jobs, err := c.admin().List(ctx, admin.ListOpts{State: *state, Queue: *queue, Kind: *kind, MaxJobs: *limit, BeforeID: *after})
 			if err != nil {
-				return err
+				return fmt.Errorf("failed to list jobs: %w", err)
 			}
 			var next *int64
 			if len(jobs) == *limit {
@@ -103,11 +54,11 @@ next_after is the --after of the next page, null on the last page.
 			}
 			if c.format == outputJSON {
 				if jobs == nil {
-					jobs = []listedJob{}
+					jobs = []admin.ListedJob{}
 				}
 				return writeJSON(c.stdout, struct {
-					Jobs      []listedJob `json:"jobs"`
-					NextAfter *int64      `json:"next_after"`
+					Jobs      []admin.ListedJob `json:"jobs"`
+					NextAfter *int64            `json:"next_after"`
 				}{jobs, next})
 			}
 			tw := newTable(c.stdout)
@@ -126,21 +77,6 @@ next_after is the --after of the next page, null on the last page.
 			return nil
 		}
 	},
-}
-
-// inspectedJob is the row of jobs_inspect, and show's -o json form.
-type inspectedJob struct {
-	listedJob
-	Payload json.RawMessage `json:"payload"`
-	Errors  []attemptError  `json:"errors"`
-}
-
-// attemptError is one element of a job's error history.
-type attemptError struct {
-	Attempt int32     `json:"attempt"`
-	At      time.Time `json:"at"`
-	Error   string    `json:"error"`
-	Worker  *string   `json:"worker"`
 }
 
 var showCommand = &command{
@@ -165,40 +101,22 @@ a list of {attempt, at, error, worker}.
 			if err != nil {
 				return usageErrorf("show: ID must be an integer, got %q", c.args[0])
 			}
-			var (
-				j         inspectedJob
-				errorsRaw []byte
-			)
-			err = c.conn.QueryRow(ctx, `
-				SELECT id, queue, kind, state::text, priority, attempts, max_attempts, run_at, created_at, started_at,
-				       finished_at, lease_holder, lease_expires_at, unique_key, concurrency_key, last_error,
-				       payload, errors
-				FROM jobs_inspect($1)`, id).Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &j.Priority, &j.Attempts,
-				&j.MaxAttempts, &j.RunAt, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseHolder, &j.LeaseExpiresAt,
-				&j.UniqueKey, &j.ConcurrencyKey, &j.LastError, &j.Payload, &errorsRaw)
-			if err == pgx.ErrNoRows {
+			j, err := c.admin().Inspect(ctx, id)
+			if errors.Is(err, admin.ErrJobNotFound) {
 				return notFoundErrorf("show: no job %d", id)
 			}
 			if err != nil {
 				return fmt.Errorf("failed to read job %d: %w", id, err)
 			}
-			if err := json.Unmarshal(errorsRaw, &j.Errors); err != nil {
-				return fmt.Errorf("failed to decode the error history of job %d: %w", id, err)
-			}
-			j.RunAt, j.CreatedAt = j.RunAt.UTC(), j.CreatedAt.UTC()
-			j.StartedAt, j.FinishedAt, j.LeaseExpiresAt = utc(j.StartedAt), utc(j.FinishedAt), utc(j.LeaseExpiresAt)
-			for i := range j.Errors {
-				j.Errors[i].At = j.Errors[i].At.UTC()
-			}
 			if c.format == outputJSON {
 				return writeJSON(c.stdout, j)
 			}
-			return printJob(c, &j)
+			return printJob(c, j)
 		}
 	},
 }
 
-func printJob(c *call, j *inspectedJob) error {
+func printJob(c *call, j *admin.Job) error {
 	tw := newTable(c.stdout)
 	for _, row := range [][2]string{
 		{"id", fmt.Sprint(j.ID)},

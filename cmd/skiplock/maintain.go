@@ -4,17 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-)
 
-// maintenance is the row of jobs_maintain, and maintain's -o json form.
-type maintenance struct {
-	Ran             bool `json:"ran"`
-	Requeued        int  `json:"requeued"`
-	PrunedDone      int  `json:"pruned_done"`
-	PrunedCancelled int  `json:"pruned_cancelled"`
-	PrunedDead      int  `json:"pruned_dead"`
-	More            bool `json:"more"`
-}
+	"github.com/skiplock/skiplock/admin"
+)
 
 var maintainCommand = &command{
 	name:     "maintain",
@@ -41,12 +33,9 @@ Output: one line of counts; -o json: {"ran": BOOL, "requeued": N, "pruned_done":
 			if err := checkInt32("maintain", "max-jobs", *maxJobs); err != nil {
 				return err
 			}
-			var sum maintenance
+			var sum admin.Maintenance
 			for {
-				var m maintenance
-				err := c.conn.QueryRow(ctx, `
-					SELECT ran, requeued, pruned_done, pruned_cancelled, pruned_dead, more FROM jobs_maintain($1)`,
-					*maxJobs).Scan(&m.Ran, &m.Requeued, &m.PrunedDone, &m.PrunedCancelled, &m.PrunedDead, &m.More)
+				m, err := c.admin().Maintain(ctx, *maxJobs)
 				if err != nil {
 					return fmt.Errorf("failed to maintain: %w", err)
 				}

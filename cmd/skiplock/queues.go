@@ -8,47 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/skiplock/skiplock/admin"
 )
-
-// queueMetrics is one row of jobs_metrics, and the -o json form of a queue.
-type queueMetrics struct {
-	Queue           *string  `json:"queue"`
-	Ready           int64    `json:"ready"`
-	Scheduled       int64    `json:"scheduled"`
-	Running         int64    `json:"running"`
-	RunningExpired  int64    `json:"running_expired"`
-	Dead            int64    `json:"dead"`
-	Cancelled       int64    `json:"cancelled"`
-	DoneEstimate    *int64   `json:"done_estimate"`
-	OldestReadyAgeS *float64 `json:"oldest_ready_age_s"`
-	Paused          bool     `json:"paused"`
-	MaxRunning      *int32   `json:"max_running"`
-	PerKey          *int32   `json:"per_key"`
-	MaxStarts       *int32   `json:"max_starts"`
-	PerS            *float64 `json:"per_s"`
-}
-
-func readMetrics(ctx context.Context, conn *pgx.Conn) ([]queueMetrics, error) {
-	rows, err := conn.Query(ctx, `
-		SELECT queue, ready, scheduled, running, running_expired, dead, cancelled, done_estimate,
-		       oldest_ready_age_s, coalesce(paused, false), max_running, per_key, max_starts,
-		       extract(epoch FROM per)::float8
-		FROM jobs_metrics()`)
-	if err != nil {
-		return nil, fmt.Errorf("failed to read queue metrics: %w", err)
-	}
-	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queueMetrics, error) {
-		var m queueMetrics
-		err := r.Scan(&m.Queue, &m.Ready, &m.Scheduled, &m.Running, &m.RunningExpired, &m.Dead, &m.Cancelled,
-			&m.DoneEstimate, &m.OldestReadyAgeS, &m.Paused, &m.MaxRunning, &m.PerKey, &m.MaxStarts, &m.PerS)
-		return m, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("failed to read queue metrics: %w", err)
-	}
-	return ms, nil
-}
 
 var queuesCommand = &command{
 	name:     "queues",
@@ -71,28 +32,22 @@ paused, max_running, per_key, max_starts, per_s (null when unset; queue is null 
 			if len(c.args) > 0 {
 				return usageErrorf("queues: unexpected argument %q", c.args[0])
 			}
-			ms, err := readMetrics(ctx, c.conn)
+			queues, total, err := c.admin().Metrics(ctx)
 			if err != nil {
-				return err
-			}
-			queues := []queueMetrics{}
-			var total *queueMetrics
-			for i := range ms {
-				if ms[i].Queue == nil {
-					total = &ms[i]
-				} else {
-					queues = append(queues, ms[i])
-				}
+				return fmt.Errorf("failed to read queue metrics: %w", err)
 			}
 			if c.format == outputJSON {
+				if queues == nil {
+					queues = []admin.QueueMetrics{}
+				}
 				return writeJSON(c.stdout, struct {
-					Queues []queueMetrics `json:"queues"`
-					Total  *queueMetrics  `json:"total"`
+					Queues []admin.QueueMetrics `json:"queues"`
+					Total  admin.QueueMetrics   `json:"total"`
 				}{queues, total})
 			}
 			tw := newTable(c.stdout)
 			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRUNNING\tEXPIRED\tDEAD\tCANCELLED\tDONE (EST.)\tOLDEST READY\tPAUSED\tLIMITS")
-			for _, m := range ms {
+			for _, m := range append(queues, total) {
 				name := "(all)"
 				if m.Queue != nil {
 					name = cell(*m.Queue, 40)
@@ -103,14 +58,14 @@ paused, max_running, per_key, max_starts, per_s (null when unset; queue is null 
 				}
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", name, m.Ready, m.Scheduled, m.Running,
 					m.RunningExpired, m.Dead, m.Cancelled, cell(m.DoneEstimate, 0), cell(m.OldestReadyAgeS, 0), paused,
-					describeLimits(m))
+					describeLimits(admin.QueueLimits{MaxRunning: m.MaxRunning, PerKey: m.PerKey, MaxStarts: m.MaxStarts, PerS: m.PerS}))
 			}
 			return tw.Flush()
 		}
 	},
 }
 
-func describeLimits(m queueMetrics) string {
+func describeLimits(m admin.QueueLimits) string {
 	var parts []string
 	if m.MaxRunning != nil {
 		parts = append(parts, fmt.Sprintf("max-running %d", *m.MaxRunning))
@@ -141,7 +96,7 @@ Output: "paused QUEUE" or "QUEUE was already paused"; -o json: {"queue": Q, "cha
 	output: true,
 	setup: func(_ *flag.FlagSet) func(context.Context, *call) error {
 		return func(ctx context.Context, c *call) error {
-			return toggleQueue(ctx, c, "pause", "jobs_pause", "paused", "was already paused")
+			return toggleQueue(ctx, c, "pause", (*admin.Client).Pause, "paused", "was already paused")
 		}
 	},
 }
@@ -158,18 +113,19 @@ Output: "resumed QUEUE" or "QUEUE was not paused"; -o json: {"queue": Q, "change
 	output: true,
 	setup: func(_ *flag.FlagSet) func(context.Context, *call) error {
 		return func(ctx context.Context, c *call) error {
-			return toggleQueue(ctx, c, "resume", "jobs_resume", "resumed", "was not paused")
+			return toggleQueue(ctx, c, "resume", (*admin.Client).Resume, "resumed", "was not paused")
 		}
 	},
 }
 
-func toggleQueue(ctx context.Context, c *call, verb, function, done, unchanged string) error {
+func toggleQueue(ctx context.Context, c *call, verb string, toggle func(*admin.Client, context.Context, string) (bool, error),
+	done, unchanged string) error {
 	if len(c.args) != 1 {
 		return usageErrorf("%s: want one QUEUE, got %d arguments", verb, len(c.args))
 	}
 	queue := c.args[0]
-	var changed bool
-	if err := c.conn.QueryRow(ctx, "SELECT "+function+"($1)", queue).Scan(&changed); err != nil {
+	changed, err := toggle(c.admin(), ctx, queue)
+	if err != nil {
 		return fmt.Errorf("failed to %s queue %q: %w", verb, queue, err)
 	}
 	if c.format == outputJSON {
@@ -182,7 +138,7 @@ func toggleQueue(ctx context.Context, c *call, verb, function, done, unchanged s
 		_, err := fmt.Fprintf(c.stdout, "%s %s\n", done, queue)
 		return err
 	}
-	_, err := fmt.Fprintf(c.stdout, "%s %s\n", queue, unchanged)
+	_, err = fmt.Fprintf(c.stdout, "%s %s\n", queue, unchanged)
 	return err
 }
 
@@ -289,21 +245,20 @@ Output: the queue's limits after the change; -o json: {"queue": Q, "max_running"
 				return fmt.Errorf("failed to begin: %w", err)
 			}
 			defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+			a := admin.New(tx, nil)
 			if maxRunning.set || perKey.set {
 				// jobs_set_concurrency sets both: keep the one not given.
-				var curMax, curPerKey *int32
-				err := tx.QueryRow(ctx, "SELECT max_running, per_key FROM jobs_queues WHERE queue = $1", queue).
-					Scan(&curMax, &curPerKey)
-				if err != nil && err != pgx.ErrNoRows {
+				cur, err := a.Limits(ctx, queue)
+				if err != nil {
 					return fmt.Errorf("failed to read the limits of queue %q: %w", queue, err)
 				}
 				if maxRunning.set {
-					curMax = maxRunning.value
+					cur.MaxRunning = maxRunning.value
 				}
 				if perKey.set {
-					curPerKey = perKey.value
+					cur.PerKey = perKey.value
 				}
-				if _, err := tx.Exec(ctx, "SELECT jobs_set_concurrency($1, $2, $3)", queue, curMax, curPerKey); err != nil {
+				if err := a.SetConcurrency(ctx, queue, cur.MaxRunning, cur.PerKey); err != nil {
 					return fmt.Errorf("failed to set the concurrency of queue %q: %w", queue, err)
 				}
 			}
@@ -313,15 +268,12 @@ Output: the queue's limits after the change; -o json: {"queue": Q, "max_running"
 					p := durationInterval(rate.per)
 					per = &p
 				}
-				if _, err := tx.Exec(ctx, "SELECT jobs_set_rate_limit($1, $2, $3::interval)", queue, rate.maxStarts, per); err != nil {
+				if err := a.SetRateLimit(ctx, queue, rate.maxStarts, per); err != nil {
 					return fmt.Errorf("failed to set the rate limit of queue %q: %w", queue, err)
 				}
 			}
-			m := queueMetrics{Queue: &queue}
-			err = tx.QueryRow(ctx, `
-				SELECT max_running, per_key, max_starts, extract(epoch FROM per)::float8
-				FROM jobs_queues WHERE queue = $1`, queue).Scan(&m.MaxRunning, &m.PerKey, &m.MaxStarts, &m.PerS)
-			if err != nil && err != pgx.ErrNoRows {
+			m, err := a.Limits(ctx, queue)
+			if err != nil {
 				return fmt.Errorf("failed to read the limits of queue %q: %w", queue, err)
 			}
 			if err := tx.Commit(ctx); err != nil {

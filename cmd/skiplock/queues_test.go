@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiplock/skiplock/admin"
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
@@ -31,8 +32,8 @@ func TestQueues(t *testing.T) {
 		}
 
 		var got struct {
-			Queues []queueMetrics `json:"queues"`
-			Total  queueMetrics   `json:"total"`
+			Queues []admin.QueueMetrics `json:"queues"`
+			Total  admin.QueueMetrics   `json:"total"`
 		}
 		cli(t, db.URL, "queues", "-o", "json").decode(t, &got)
 		if len(got.Queues) != 2 || *got.Queues[0].Queue != "a" || !got.Queues[0].Paused || got.Queues[0].Ready != 2 ||

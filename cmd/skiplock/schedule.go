@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/skiplock/skiplock/admin"
 )
 
 var scheduleAddCommand = &command{
@@ -56,11 +56,8 @@ Output: "NAME next runs at TIME"; -o json: {"name": NAME, "next_run_at": TIME or
 					payload = string(b)
 				}
 			}
-			var next *time.Time
-			err := c.conn.QueryRow(ctx, `
-				SELECT jobs_schedule(name => $1, cron => $2, kind => $3, payload => $4::jsonb, queue => $5,
-				                     timezone => $6, priority => $7, max_attempts => $8, enabled => $9)`,
-				c.args[0], c.args[1], c.args[2], payload, *queue, *timezone, *priority, *maxAttempts, !*disabled).Scan(&next)
+			next, err := c.admin().Schedule(ctx, c.args[0], c.args[1], c.args[2], admin.ScheduleOpts{Payload: payload,
+				Queue: *queue, Timezone: *timezone, Priority: *priority, MaxAttempts: *maxAttempts, Enabled: !*disabled})
 			if err != nil {
 				return fmt.Errorf("failed to schedule %q: %w", c.args[0], err)
 			}
@@ -68,28 +65,12 @@ Output: "NAME next runs at TIME"; -o json: {"name": NAME, "next_run_at": TIME or
 				return writeJSON(c.stdout, struct {
 					Name      string     `json:"name"`
 					NextRunAt *time.Time `json:"next_run_at"`
-				}{c.args[0], utc(next)})
+				}{c.args[0], next})
 			}
 			_, err = fmt.Fprintf(c.stdout, "%s next runs at %s\n", c.args[0], cell(next, 0))
 			return err
 		}
 	},
-}
-
-// scheduleRow is one row of jobs_schedules, and its -o json form.
-type scheduleRow struct {
-	Name        string          `json:"name"`
-	Cron        string          `json:"cron"`
-	Timezone    string          `json:"timezone"`
-	Kind        string          `json:"kind"`
-	Payload     json.RawMessage `json:"payload"`
-	Queue       string          `json:"queue"`
-	Priority    int32           `json:"priority"`
-	MaxAttempts int32           `json:"max_attempts"`
-	Enabled     bool            `json:"enabled"`
-	NextRunAt   *time.Time      `json:"next_run_at"`
-	LastRunAt   *time.Time      `json:"last_run_at"`
-	LastJobID   *int64          `json:"last_job_id"`
 }
 
 var scheduleListCommand = &command{
@@ -109,27 +90,13 @@ max_attempts, enabled, next_run_at, last_run_at, last_job_id} (null when unset).
 			if len(c.args) > 0 {
 				return usageErrorf("schedule list: unexpected argument %q", c.args[0])
 			}
-			rows, err := c.conn.Query(ctx, `
-				SELECT name, cron, timezone, kind, payload, queue, priority, max_attempts, enabled, next_run_at,
-				       last_run_at, last_job_id
-				FROM jobs_schedules
-				ORDER BY name`)
-			if err != nil {
-				return fmt.Errorf("failed to read the schedules: %w", err)
-			}
-			schedules, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (scheduleRow, error) {
-				var s scheduleRow
-				err := r.Scan(&s.Name, &s.Cron, &s.Timezone, &s.Kind, &s.Payload, &s.Queue, &s.Priority,
-					&s.MaxAttempts, &s.Enabled, &s.NextRunAt, &s.LastRunAt, &s.LastJobID)
-				s.NextRunAt, s.LastRunAt = utc(s.NextRunAt), utc(s.LastRunAt)
-				return s, err
-			})
+			schedules, err := c.admin().Schedules(ctx, 0)
 			if err != nil {
 				return fmt.Errorf("failed to read the schedules: %w", err)
 			}
 			if c.format == outputJSON {
 				if schedules == nil {
-					schedules = []scheduleRow{}
+					schedules = []admin.Schedule{}
 				}
 				return writeJSON(c.stdout, schedules)
 			}
@@ -179,8 +146,8 @@ Output: "removed NAME"; -o json: {"name": NAME, "removed": true}.
 			if err != nil {
 				return err
 			}
-			var removed bool
-			if err := c.conn.QueryRow(ctx, "SELECT jobs_unschedule($1)", name).Scan(&removed); err != nil {
+			removed, err := c.admin().Unschedule(ctx, name)
+			if err != nil {
 				return fmt.Errorf("failed to remove schedule %q: %w", name, err)
 			}
 			if !removed {
@@ -212,8 +179,8 @@ Output: the job id; -o json: {"id": N}.
 			if err != nil {
 				return err
 			}
-			var id int64
-			if err := c.conn.QueryRow(ctx, "SELECT jobs_schedule_run($1)", name).Scan(&id); err != nil {
+			id, err := c.admin().RunSchedule(ctx, name)
+			if err != nil {
 				return scheduleNotFound(fmt.Errorf("failed to run schedule %q: %w", name, err), name)
 			}
 			if c.format == outputJSON {
@@ -239,8 +206,8 @@ func setEnabledCommand(verb string, enabled bool, summary, help string) *command
 				if err != nil {
 					return err
 				}
-				var changed bool
-				if err := c.conn.QueryRow(ctx, "SELECT jobs_schedule_set_enabled($1, $2)", name, enabled).Scan(&changed); err != nil {
+				changed, err := c.admin().SetScheduleEnabled(ctx, name, enabled)
+				if err != nil {
 					return scheduleNotFound(fmt.Errorf("failed to %s schedule %q: %w", verb, name, err), name)
 				}
 				if c.format == outputJSON {
@@ -292,14 +259,14 @@ Output: "enqueued N jobs"; -o json: {"jobs": N}.
 			if len(c.args) > 0 {
 				return usageErrorf("schedule tick: unexpected argument %q", c.args[0])
 			}
-			var n int
-			if err := c.conn.QueryRow(ctx, "SELECT jobs_schedule_tick()").Scan(&n); err != nil {
+			n, err := c.admin().TickSchedules(ctx)
+			if err != nil {
 				return fmt.Errorf("failed to tick the schedules: %w", err)
 			}
 			if c.format == outputJSON {
 				return writeJSON(c.stdout, map[string]int{"jobs": n})
 			}
-			_, err := fmt.Fprintf(c.stdout, "enqueued %d jobs\n", n)
+			_, err = fmt.Fprintf(c.stdout, "enqueued %d jobs\n", n)
 			return err
 		}
 	},

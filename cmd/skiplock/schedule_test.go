@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiplock/skiplock/admin"
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
@@ -26,7 +27,7 @@ func TestSchedule(t *testing.T) {
 		t.Fatalf("schedule add -o json = %+v", added)
 	}
 
-	var list []scheduleRow
+	var list []admin.Schedule
 	cli(t, db.URL, "schedule", "list", "-o", "json").decode(t, &list)
 	if len(list) != 2 || list[0].Name != "every" || list[1].Name != "nightly" || list[1].Timezone != "Europe/Berlin" ||
 		list[1].Queue != "reports" || list[1].Priority != 2 || list[1].MaxAttempts != 3 || !list[1].Enabled ||

@@ -7,16 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/skiplock/skiplock/admin"
 )
-
-// statsRow is one row of jobs_stats, and its -o json form.
-type statsRow struct {
-	Queue           string   `json:"queue"`
-	State           string   `json:"state"`
-	Jobs            int64    `json:"jobs"`
-	OldestReadyAgeS *float64 `json:"oldest_ready_age_s"`
-}
 
 // minWatch is the shortest --watch interval: each refresh counts every job (jobs_stats
 // scans the table), so a tighter loop would load the server for nothing.
@@ -49,9 +41,9 @@ list per line, each refresh as {"at": TIME, "stats": [...]}.
 				if *count != 0 {
 					return usageErrorf("stats: --count needs --watch")
 				}
-				rows, err := readStats(ctx, c.conn)
+				rows, err := c.admin().Stats(ctx)
 				if err != nil {
-					return err
+					return fmt.Errorf("failed to read stats: %w", err)
 				}
 				return printStats(c, rows)
 			}
@@ -64,18 +56,18 @@ list per line, each refresh as {"at": TIME, "stats": [...]}.
 			ticker := time.NewTicker(*watch)
 			defer ticker.Stop()
 			for n := 1; ; n++ {
-				rows, err := readStats(ctx, c.conn)
+				rows, err := c.admin().Stats(ctx)
 				if ctx.Err() != nil {
 					return nil // interrupted: a normal end of watching
 				}
 				if err != nil {
-					return err
+					return fmt.Errorf("failed to read stats: %w", err)
 				}
 				at := time.Now().UTC()
 				if c.format == outputJSON {
 					line, err := json.Marshal(struct {
-						At    time.Time  `json:"at"`
-						Stats []statsRow `json:"stats"`
+						At    time.Time          `json:"at"`
+						Stats []admin.StateCount `json:"stats"`
 					}{at, nonNil(rows)})
 					if err != nil {
 						return err
@@ -101,30 +93,14 @@ list per line, each refresh as {"at": TIME, "stats": [...]}.
 	},
 }
 
-func nonNil(rows []statsRow) []statsRow {
+func nonNil(rows []admin.StateCount) []admin.StateCount {
 	if rows == nil {
-		return []statsRow{}
+		return []admin.StateCount{}
 	}
 	return rows
 }
 
-func readStats(ctx context.Context, conn *pgx.Conn) ([]statsRow, error) {
-	rows, err := conn.Query(ctx, "SELECT queue, state::text, jobs, extract(epoch FROM oldest_ready_age)::float8 FROM jobs_stats()")
-	if err != nil {
-		return nil, fmt.Errorf("failed to read stats: %w", err)
-	}
-	stats, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (statsRow, error) {
-		var s statsRow
-		err := r.Scan(&s.Queue, &s.State, &s.Jobs, &s.OldestReadyAgeS)
-		return s, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("failed to read stats: %w", err)
-	}
-	return stats, nil
-}
-
-func printStats(c *call, rows []statsRow) error {
+func printStats(c *call, rows []admin.StateCount) error {
 	if c.format == outputJSON {
 		return writeJSON(c.stdout, nonNil(rows))
 	}

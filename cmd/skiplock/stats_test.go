@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiplock/skiplock/admin"
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
@@ -21,7 +22,7 @@ func TestStats(t *testing.T) {
 		if !strings.HasPrefix(out, "QUEUE  STATE   JOBS  OLDEST READY\na      queued  1") {
 			t.Fatalf("stats:\n%s", out)
 		}
-		var rows []statsRow
+		var rows []admin.StateCount
 		cli(t, db.URL, "stats", "-o", "json").decode(t, &rows)
 		if len(rows) != 2 || rows[0].Queue != "a" || rows[0].State != "queued" || rows[0].Jobs != 1 || rows[0].OldestReadyAgeS == nil {
 			t.Fatalf("stats -o json = %+v", rows)
@@ -38,8 +39,8 @@ func TestStats(t *testing.T) {
 		}
 		for _, l := range lines {
 			var refresh struct {
-				At    time.Time  `json:"at"`
-				Stats []statsRow `json:"stats"`
+				At    time.Time          `json:"at"`
+				Stats []admin.StateCount `json:"stats"`
 			}
 			if err := json.Unmarshal([]byte(l), &refresh); err != nil || refresh.At.IsZero() || refresh.Stats == nil {
 				t.Fatalf("refresh %q: %+v, %v", l, refresh, err)
@@ -78,7 +79,7 @@ func TestMaintain(t *testing.T) {
 	if out := cli(t, db.URL, "maintain", "--max-jobs", "10").ok(t); out != "requeued 0, deleted 10 done, 0 cancelled, 0 dead (more to delete: run again)\n" {
 		t.Fatalf("maintain: %q", out)
 	}
-	var m maintenance
+	var m admin.Maintenance
 	cli(t, db.URL, "maintain", "--max-jobs", "10", "--until-done", "-o", "json").decode(t, &m)
 	if !m.Ran || m.PrunedDone != 20 || m.More {
 		t.Fatalf("maintain --until-done -o json = %+v, want the other 20 deleted", m)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/skiplock/skiplock/admin"
 	"github.com/skiplock/skiplock/ui"
 )
 
@@ -60,13 +61,6 @@ Flags: --addr (default 127.0.0.1:8080), --allowed-hosts (comma-separated names, 
 	runRaw: func(ctx context.Context, e *env, args []string) error {
 		return runUI(ctx, args, e.getenv, e.stdout, e.stderr, nil)
 	},
-}
-
-// metricsHandler serves /metrics. It is a variable so that a fuller exposition (the
-// Prometheus collector of contrib/prometheus, a module of its own) can replace the plain one
-// without touching the rest of the command.
-var metricsHandler = func(pool *pgxpool.Pool, schema string) http.Handler {
-	return &plainMetrics{db: pool, schema: schema}
 }
 
 // runUI is `skiplock ui`: it serves until ctx is done (SIGINT, SIGTERM), then shuts down.
@@ -134,7 +128,7 @@ func runUI(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", dashboard)
-	mux.Handle("GET /metrics", metricsHandler(pool, *schema))
+	mux.Handle("GET /metrics", admin.New(pool, &admin.Options{Schema: *schema}).MetricsHandler())
 	var root http.Handler = mux
 	if user != "" {
 		root = basicAuth(mux, user, password)
