@@ -93,15 +93,6 @@ func cell(v any, width int) string {
 	return s
 }
 
-// utc returns t in UTC, for JSON (nil stays nil).
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 // printable escapes the control characters of s but newlines and tabs (ESC becomes the
 // four characters \x1b), so that a payload key, queue name or worker's error message cannot
 // move the cursor or recolour the operator's terminal.
