@@ -12,9 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// shardNumberSQL calls jobs_shard(): the number jobs_set_shard gave the database, or NULL.
-const shardNumberSQL = `SELECT jobs_shard()`
-
 // ShardedClient works the same queues on several shards, each an ordinary skiplock
 // database made shard N with jobs_set_shard(N). Make one with [NewShardedClient], then call
 // [ShardedClient.Run].

@@ -120,3 +120,7 @@ const listenSQL = "LISTEN " + notifyChannel
 // work through a transaction pooler. Sent with the simple protocol: no prepared statement
 // for a pooler to lose.
 const backendPIDSQL = `SELECT pg_backend_pid()`
+
+// shardNumberSQL calls jobs_shard() for [NewShardedClient]'s check of each shard. Relies on:
+// the number jobs_set_shard gave the database, or NULL when it is not a shard.
+const shardNumberSQL = `SELECT jobs_shard()`

@@ -1,0 +1,56 @@
+package driver
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// sqlStatement matches a string that is a SQL statement: its first word after blanks, then a
+// word not ending in a colon (which "LISTEN disabled: polling" of a log message does).
+var sqlStatement = regexp.MustCompile(`(?i)^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|LISTEN|UNLISTEN|NOTIFY|SET|CALL)\s+[^\s:]+(\s|$)`)
+
+// TestSQLFileListsEveryStatement: sql.go is the driver↔SQL contract, so no other file of the
+// driver writes a statement of its own.
+func TestSQLFileListsEveryStatement(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	found := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil || !sqlStatement.MatchString(s) {
+				return true
+			}
+			if name == "sql.go" {
+				found++
+			} else {
+				t.Errorf("%s: a SQL statement outside sql.go: %.60q", fset.Position(lit.Pos()), s)
+			}
+			return true
+		})
+	}
+	if found < 10 {
+		t.Fatalf("sql.go holds %d statements: is the pattern still finding them?", found)
+	}
+}
