@@ -73,6 +73,7 @@ func startContainer(ctx context.Context) (string, func() error, error) {
 	}
 	cmd := exec.Command("go", "run", ".", "-image", containerImage)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off") // its own go.mod, whatever workspace is around
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
