@@ -23,6 +23,10 @@
 // particular to it.
 //
 // Every helper is safe to call from parallel tests.
+//
+// It is test support, not an API of skiplock: it lives under tests/ rather than internal/
+// only so that the tests of the nested modules (contrib/prometheus, contrib/otel,
+// tests/cronoracle, ui/browsertest) can import it, and it makes no compatibility promise.
 package pgtest
 
 import (
