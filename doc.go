@@ -10,9 +10,14 @@
 // (package driver), which only calls these functions and runs worker loops.
 //
 // The function sources live one per file in sql/functions, with the roles' grants in
-// sql/grants.sql (together a tern code package). The append-only tern migrations in
-// migrations/ each install frozen copies of the files they change, then re-apply the grants.
-// Migrate applies them from Go, InstallSQL prints the same as a psql script, and the skiplock
-// command (cmd/skiplock) does both from a shell and operates the queue (docs/cli.md).
-// docs/sql-api.md is the SQL reference.
+// sql/grants.sql (together a tern code package). The tern migrations in migrations/ are one
+// per release (migrations/RELEASED lists them): each installs frozen copies of the files that
+// changed since the release before, then re-applies the grants. Migrate applies them from Go,
+// InstallSQL prints the same as a psql script, and the skiplock command (cmd/skiplock) does
+// both from a shell and operates the queue (docs/cli.md). docs/sql-api.md is the SQL
+// reference.
+//
+// Package admin is the Go API of the operator's functions (listing, inspecting, bulk actions,
+// queue settings, schedules, metrics): the skiplock command, the dashboard (package ui) and
+// both /metrics exporters (skiplock ui's and contrib/prometheus) call it.
 package skiplock
