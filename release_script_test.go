@@ -151,7 +151,18 @@ func TestReleaseScript(t *testing.T) {
 	if out, err := r.run("scripts/release", "v9.0.0"); err == nil || !strings.Contains(out, "WRITE HERE") {
 		t.Fatalf("scripts/release with the placeholder header = %v\n%s", err, out)
 	}
+	// A proxy migration with its placeholder stops the release before anything moves.
 	r.write(open, text)
+	proxyClaim := r.read("sql/proxy/functions/jobs_claim.sql")
+	r.write("sql/proxy/functions/jobs_claim.sql", proxyClaim+"-- a proxy change\n")
+	r.must("scripts/new-migration", "--proxy")
+	proxyOpen := fmt.Sprintf("migrations/proxy/%03d_unreleased.sql", last.proxy+1)
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "proxy change")
+	if out, err := r.run("scripts/release", "v9.0.0"); err == nil || !strings.Contains(out, proxyOpen) || !r.exists(open) {
+		t.Fatalf("scripts/release with the proxy's placeholder = %v\n%s\nwant a refusal naming %s, and %s not moved", err, out, proxyOpen, open)
+	}
+	r.write(proxyOpen, strings.ReplaceAll(r.read(proxyOpen), "WRITE HERE", "a proxy test release:"))
 	r.git("commit", "-q", "-am", "header")
 
 	out := r.must("scripts/release", "--tag", "--date", "2030-01-02", "v9.0.0")
@@ -162,8 +173,11 @@ func TestReleaseScript(t *testing.T) {
 	marker := strings.TrimSpace(r.read("migrations/RELEASED"))
 	lines := strings.Split(marker, "\n")
 	fields := strings.Fields(lines[len(lines)-1])
-	if len(fields) != 4 || fields[0] != "v9.0.0" || fields[1] != fmt.Sprint(last.schema+1) || fields[2] != fmt.Sprint(last.proxy) {
-		t.Fatalf("migrations/RELEASED's last line = %q, want v9.0.0 %d %d SUM", lines[len(lines)-1], last.schema+1, last.proxy)
+	if len(fields) != 4 || fields[0] != "v9.0.0" || fields[1] != fmt.Sprint(last.schema+1) || fields[2] != fmt.Sprint(last.proxy+1) {
+		t.Fatalf("migrations/RELEASED's last line = %q, want v9.0.0 %d %d SUM", lines[len(lines)-1], last.schema+1, last.proxy+1)
+	}
+	if !r.exists(fmt.Sprintf("migrations/proxy/%03d_v9_0_0.sql", last.proxy+1)) {
+		t.Fatalf("the open proxy migration was not named after the release")
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -172,7 +186,7 @@ func TestReleaseScript(t *testing.T) {
 	if err := os.Chdir(r.dir); err != nil { // releaseFilesSum reads relative paths
 		t.Fatal(err)
 	}
-	sum := releaseFilesSum(t, last.schema+1, last.proxy)
+	sum := releaseFilesSum(t, last.schema+1, last.proxy+1)
 	if err := os.Chdir(wd); err != nil {
 		t.Fatal(err)
 	}
