@@ -25,9 +25,10 @@ var migrationsFS embed.FS
 //go:embed all:sql
 var sqlFS embed.FS
 
-// Migrations returns the tern migration set (migrations/ of this module): append-only
-// history. A migration that changes functions installs the copies of the sql/ files it froze
-// under migrations/snapshots/NNN (tern shared templates), then re-applies the grants.
+// Migrations returns the tern migration set (migrations/ of this module): one migration per
+// release, never changed once released (migrations/RELEASED). A migration that changes
+// functions installs the copies of the sql/ files it froze under migrations/snapshots/NNN
+// (tern shared templates), then re-applies the grants.
 func Migrations() fs.FS {
 	sub, err := fs.Sub(migrationsFS, "migrations")
 	if err != nil {
