@@ -21,7 +21,8 @@ const ProxyVersionTable = "jobs_proxy_schema_version"
 var proxyMigrationsFS embed.FS
 
 // ProxyMigrations returns the proxy's tern migration set (migrations/proxy of this module):
-// the PL/Proxy side of a sharded skiplock (docs/scaling.md), one migration per release like Migrations.
+// the PL/Proxy side of a sharded skiplock (docs/scaling.md), one migration per release like
+// Migrations.
 func ProxyMigrations() fs.FS {
 	sub, err := fs.Sub(proxyMigrationsFS, "migrations/proxy")
 	if err != nil {
