@@ -103,15 +103,28 @@ type systemSummary struct {
 	JobsPerSec spread  `json:"jobs_per_sec"`
 	P50ms      *spread `json:"p50_ms,omitempty"`
 	P99ms      *spread `json:"p99_ms,omitempty"`
+	// What a job cost the database server, in the drains (dbcost.go).
+	CPUMicros *spread `json:"server_cpu_us_per_job,omitempty"`
+	WALBytes  *spread `json:"server_wal_bytes_per_job,omitempty"`
 }
 
 // ratioSummary is one peer's ratio to skiplock over the rounds: skiplock's jobs/s over the
 // peer's, or with a latency metric the peer's latency over skiplock's, so that above 1
-// always favours skiplock.
+// favours skiplock; a cost metric is skiplock's cost over the peer's (below 1 favours
+// skiplock), as the cost targets are written.
 type ratioSummary struct {
 	Peer   string `json:"peer"`
-	Metric string `json:"metric"` // "jobs_per_sec", "p50" or "p99"
+	Metric string `json:"metric"` // "jobs_per_sec", "p50", "p99", "server_cpu_per_job" or "server_wal_per_job"
 	spread
+}
+
+// costMetrics are the cost ratios of a drain, with how each reads a result's cost.
+var costMetrics = []struct {
+	name string
+	of   func(*costPerJob) (float64, bool)
+}{
+	{"server_cpu_per_job", func(c *costPerJob) (float64, bool) { return c.cpuMicros, c.cpuKnown }},
+	{"server_wal_per_job", func(c *costPerJob) (float64, bool) { return c.walBytes, true }},
 }
 
 // stepSummary is a step's alternation summary.
@@ -127,12 +140,18 @@ func (rr *roundResults) summarize(metric string) stepSummary {
 	sum := stepSummary{Step: rr.step, Rounds: rr.rounds}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for _, sys := range rr.systems {
-		var jps, p50, p99 []float64
+		var jps, p50, p99, cpu, wal []float64
 		for _, res := range rr.results[sys] {
 			if res == nil {
 				continue
 			}
 			jps = append(jps, res.JobsPerSec())
+			if c := res.cost; c != nil {
+				if c.cpuKnown {
+					cpu = append(cpu, c.cpuMicros)
+				}
+				wal = append(wal, c.walBytes)
+			}
 			if res.Latency != nil {
 				p50 = append(p50, ms(res.Latency.P50))
 				p99 = append(p99, ms(res.Latency.P99))
@@ -148,6 +167,12 @@ func (rr *roundResults) summarize(metric string) stepSummary {
 		}
 		if s, ok := spreadOf(p99); ok {
 			ss.P99ms = &s
+		}
+		if s, ok := spreadOf(cpu); ok {
+			ss.CPUMicros = &s
+		}
+		if s, ok := spreadOf(wal); ok {
+			ss.WALBytes = &s
 		}
 		sum.Systems = append(sum.Systems, ss)
 	}
@@ -168,6 +193,22 @@ func (rr *roundResults) summarize(metric string) stepSummary {
 				m = "jobs_per_sec"
 			}
 			sum.Ratios = append(sum.Ratios, ratioSummary{Peer: sys, Metric: m, spread: s})
+		}
+		for _, cm := range costMetrics {
+			var v []float64
+			for i, theirs := range rr.results[sys] {
+				if ours[i] == nil || theirs == nil || ours[i].cost == nil || theirs.cost == nil {
+					continue
+				}
+				a, okA := cm.of(ours[i].cost)
+				b, okB := cm.of(theirs.cost)
+				if okA && okB && b > 0 {
+					v = append(v, a/b)
+				}
+			}
+			if s, ok := spreadOf(v); ok {
+				sum.Ratios = append(sum.Ratios, ratioSummary{Peer: sys, Metric: cm.name, spread: s})
+			}
 		}
 	}
 	return sum
@@ -216,6 +257,14 @@ func summaryLine(s stepSummary) ([]byte, error) {
 			v := ss.P99ms.rounded(3)
 			systems[i].P99ms = &v
 		}
+		if ss.CPUMicros != nil {
+			v := ss.CPUMicros.rounded(1)
+			systems[i].CPUMicros = &v
+		}
+		if ss.WALBytes != nil {
+			v := ss.WALBytes.rounded(0)
+			systems[i].WALBytes = &v
+		}
 	}
 	ratios := make([]ratioSummary, len(s.Ratios))
 	for i, r := range s.Ratios {
@@ -244,11 +293,12 @@ func writeSummaries(w io.Writer, sums []stepSummary, order []string) error {
 	fmt.Fprintf(w, "alternating rounds (each round: %s, a fresh install each; median (min-max) over the rounds):\n",
 		strings.Join(order, ", then "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  scenario\tsystem\trounds\tjobs/s\tp50 ms\tp99 ms")
+	fmt.Fprintln(tw, "  scenario\tsystem\trounds\tjobs/s\tp50 ms\tp99 ms\tserver µs/job\tWAL B/job")
 	for _, s := range sums {
 		for _, ss := range s.Systems {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\n", s.Step, ss.System, ss.JobsPerSec.N,
-				fmtSpread(&ss.JobsPerSec, fmtJobsPerSec), fmtSpread(ss.P50ms, fmtMsFloat), fmtSpread(ss.P99ms, fmtMsFloat))
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Step, ss.System, ss.JobsPerSec.N,
+				fmtSpread(&ss.JobsPerSec, fmtWhole), fmtSpread(ss.P50ms, fmtMsFloat), fmtSpread(ss.P99ms, fmtMsFloat),
+				fmtSpread(ss.CPUMicros, fmtWhole), fmtSpread(ss.WALBytes, fmtWhole))
 		}
 	}
 	return tw.Flush()
@@ -260,10 +310,17 @@ func summaryRatioLines(sums []stepSummary) []ratioLine {
 	for _, s := range sums {
 		for _, r := range s.Ratios {
 			var name, means string
-			if r.Metric == "jobs_per_sec" {
+			switch r.Metric {
+			case "jobs_per_sec":
 				name = fmt.Sprintf("%s, skiplock / %s", s.Step, r.Peer)
 				means = "jobs/s"
-			} else {
+			case "server_cpu_per_job":
+				name = fmt.Sprintf("%s server CPU per job, skiplock / %s", s.Step, r.Peer)
+				means = "(<1: skiplock costs the server less CPU; deferred prune and vacuum included)"
+			case "server_wal_per_job":
+				name = fmt.Sprintf("%s WAL per job, skiplock / %s", s.Step, r.Peer)
+				means = "(<1: skiplock writes less WAL; deferred prune and vacuum included)"
+			default:
 				name = fmt.Sprintf("%s %s, %s / skiplock", s.Step, r.Metric, r.Peer)
 				means = "enqueue -> start " + r.Metric + " (>1: skiplock starts jobs sooner)"
 			}
@@ -287,7 +344,8 @@ func fmtSpread(s *spread, f func(float64) string) string {
 	return f(s.Median) + " (" + f(s.Min) + "-" + f(s.Max) + ")"
 }
 
-func fmtJobsPerSec(v float64) string { return fmt.Sprintf("%.0f", v) }
+// fmtWhole formats jobs/s, µs and bytes: no decimals.
+func fmtWhole(v float64) string { return fmt.Sprintf("%.0f", v) }
 
 // fmtMsFloat formats milliseconds as fmtMs does.
 func fmtMsFloat(v float64) string {

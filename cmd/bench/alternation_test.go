@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -270,5 +271,66 @@ func TestRatiosToARoundedStepUseItsMedianRound(t *testing.T) {
 	lines := ratioLines(cfg, results, byName)
 	if len(lines) != 1 || lines[0].Name != "bloat / work_drain" || lines[0].Value != 2 {
 		t.Errorf("ratio lines %+v, want bloat / work_drain 2.00x", lines)
+	}
+}
+
+// TestSummarizeCosts: a drain's cost per job is summarized per system, and its ratios are
+// skiplock's cost over the peer's, round by round; a peer without a CPU figure (a
+// DATABASE_URL server) gets a WAL ratio only.
+func TestSummarizeCosts(t *testing.T) {
+	t.Parallel()
+	res := func(cpu, wal float64, cpuKnown bool) *result {
+		return &result{Result: benchresult.Result{Scenario: "work_drain", Jobs: 1000, Seconds: 1},
+			cost: &costPerJob{cpuMicros: cpu, cpuKnown: cpuKnown, walBytes: wal}}
+	}
+	rr := newRoundResults("work_drain", 2, []string{"skiplock", "river", "graphile-worker"})
+	rr.set("skiplock", 1, res(40, 600, true))
+	rr.set("skiplock", 2, res(30, 400, true))
+	rr.set("river", 1, res(80, 1200, true))  // 0.5x, 0.5x
+	rr.set("river", 2, res(100, 1600, true)) // 0.3x, 0.25x
+	rr.set("graphile-worker", 1, res(0, 800, false))
+	sum := rr.summarize("")
+	if c := sum.Systems[0].CPUMicros; c == nil || *c != (spread{35, 30, 40, 2}) {
+		t.Errorf("skiplock CPU %+v", c)
+	}
+	if w := sum.Systems[2].WALBytes; w == nil || *w != (spread{800, 800, 800, 1}) || sum.Systems[2].CPUMicros != nil {
+		t.Errorf("graphile-worker cost %+v %+v", sum.Systems[2].CPUMicros, w)
+	}
+	var got []string
+	for _, r := range sum.Ratios {
+		got = append(got, fmt.Sprintf("%s %s %.3g (%.3g-%.3g)", r.Peer, r.Metric, r.Median, r.Min, r.Max))
+	}
+	want := []string{
+		"river jobs_per_sec 1 (1-1)",
+		"river server_cpu_per_job 0.4 (0.3-0.5)",
+		"river server_wal_per_job 0.375 (0.25-0.5)",
+		"graphile-worker jobs_per_sec 1 (1-1)",
+		"graphile-worker server_wal_per_job 0.75 (0.75-0.75)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ratios\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var b strings.Builder
+	if err := writeSummaries(&b, []stepSummary{sum}, []string{"skiplock", "river", "graphile-worker"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "server µs/job") || !strings.Contains(b.String(), "35 (30-40)") {
+		t.Errorf("table without the cost columns:\n%s", b.String())
+	}
+}
+
+func TestParseMarkAndWithFields(t *testing.T) {
+	t.Parallel()
+	if s, m, ok := parseMark([]byte(`{"mark":"drain_end","scenario":"work_drain"}`)); !ok || s != "work_drain" || m != "drain_end" {
+		t.Errorf("parseMark = %q %q %v", s, m, ok)
+	}
+	for _, line := range []string{`{"system":"river","scenario":"work_drain"}`, `{"mark":`, `not json`} {
+		if _, _, ok := parseMark([]byte(line)); ok {
+			t.Errorf("%s read as a mark", line)
+		}
+	}
+	got := withFields([]byte(`{"system":"river","jobs":1}`), []benchresult.Field{{Key: "wal", Value: 12.5}, {Key: "note", Value: `a "b"`}})
+	if want := `{"system":"river","jobs":1,"wal":12.5,"note":"a \"b\""}`; string(got) != want {
+		t.Errorf("withFields = %s, want %s", got, want)
 	}
 }

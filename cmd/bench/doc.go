@@ -68,7 +68,24 @@
 // adds "round" to each line and a {"system":"summary",…} line after each scenario's
 // rounds. So that a full -peers run stays within a few minutes on 2 cores, -peers makes the
 // defaults of -jobs 20000, -steady-duration 5s and -latency-jobs 200 (flags given win).
-// Without -peers each scenario runs once unless -rounds is given. cmd/bench/peers/river is a Go module of its own (so
+// Without -peers each scenario runs once unless -rounds is given.
+//
+// # What a job costs the server
+//
+// Every drain without preloaded finished jobs (work_drain, work_drain_1000, limit_*), of
+// skiplock and of each peer, reports the database server's CPU time per job (its
+// postmaster and every child, from /proc; the throwaway server only) and the WAL bytes per
+// job (pg_current_wal_insert_lsn), from the workers' start until they have stopped, plus
+// the work each system leaves for later, run at once and measured the same way: the prune
+// of the finished jobs it keeps, in its own cleaner's batches (skiplock's jobs_prune 10,000
+// at a time; River's JobCleaner query, 10,000 at a time; graphile-worker keeps none), and a
+// VACUUM of its jobs table. A peer harness run with --cost-marks prints
+// {"mark":"drain_begin"|"drain_end","scenario":…} at those two moments and waits for a line
+// on stdin, so that the bench measures while it is idle. The fields are
+// server_cpu_us_per_job and server_wal_bytes_per_job (deferred work included), with
+// deferred_cpu_us_per_job and deferred_wal_bytes_per_job the deferred part; the
+// alternation table shows their medians and the ratios section skiplock's cost over each
+// peer's (below 1: skiplock costs less). cmd/bench/peers/river is a Go module of its own (so
 // skiplock's go.mod never requires River), built with the go command into the user's cache
 // directory; it shares the JSON line code (internal/benchresult) with the bench through a
 // replace directive to the checkout it sits in, so a -peers-dir for it must be

@@ -80,6 +80,17 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 	if r.cfg.explain {
 		explained = r.explainWhen(ctx, name, func() bool { return prog.done.Load() >= n/2 })
 	}
+	var meter *costMeter
+	var began costMark
+	if preloadDone == 0 { // the deferred prune would take the preloaded jobs too
+		if meter, err = r.e.newCostMeter(ctx); err != nil {
+			return nil, err
+		}
+		defer meter.close()
+		if began, err = meter.mark(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var completed atomic.Int64
 	prog.Begin()
 	start := time.Now()
@@ -110,6 +121,23 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 		return nil, fmt.Errorf("expected %d done jobs, found %d", n+int64(preloadDone), done)
 	}
 	res := &result{Result: benchresult.Result{Scenario: name, Jobs: n, Seconds: elapsed.Seconds()}, Series: samples}
+	if meter != nil {
+		// After the count, as the peers' harnesses mark their end after theirs.
+		drained, err := meter.since(ctx, began)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		deferred, err := meter.runDeferred(ctx, conn.Conn(), "skiplock")
+		conn.Release()
+		if err != nil {
+			return nil, err
+		}
+		addCost(res, drained, deferred)
+	}
 	res.Add("timing", "workers started -> last completion committed (driver EventCompleted)")
 	res.Add("handled", prog.done.Load())
 	if preloadDone > 0 {

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -15,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
@@ -134,14 +138,53 @@ func (r *runner) runPeer(ctx context.Context, p preparedPeer, scenario string) (
 		"--warmup-ms", msec(r.cfg.warmup),
 		"--timeout-ms", msec(r.cfg.timeout))
 	args = append(args, p.tuning...)
+	args = append(args, "--cost-marks")
 	cmd := exec.CommandContext(ctx, p.command[0], args...)
 	cmd.Stderr = os.Stderr
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
 	logf("peer %s: running %s", p.name, strings.Join(cmd.Args, " "))
 	began := time.Now()
-	runErr := cmd.Run()
-	lines, err := parsePeerOutput(stdout.Bytes())
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("peer %s: %w", p.name, err)
+	}
+	var out bytes.Buffer
+	costs := map[string][2]dbCost{} // scenario -> drain, deferred
+	marks := &peerMarks{r: r, p: p, url: url}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		if scenario, mark, ok := parseMark(sc.Bytes()); ok {
+			if c, err := marks.handle(ctx, scenario, mark); err != nil {
+				logf("peer %s: %s: no database cost: %v", p.name, scenario, err)
+			} else if c != nil {
+				costs[scenario] = *c
+			}
+			// The harness waits for this line before it goes on.
+			if _, err := io.WriteString(stdin, "\n"); err != nil {
+				logf("peer %s: %v", p.name, err)
+			}
+			continue
+		}
+		out.Write(sc.Bytes())
+		out.WriteByte('\n')
+	}
+	marks.close()
+	runErr := cmd.Wait()
+	lines, err := parsePeerOutput(out.Bytes())
+	for i, pl := range lines {
+		if c, ok := costs[pl.Result.Scenario]; ok {
+			n := len(pl.Result.Extra)
+			addCost(pl.Result, c[0], c[1])
+			lines[i].Raw = withFields(pl.Raw, pl.Result.Extra[n:])
+		}
+	}
 	if err != nil {
 		return lines, err
 	}
@@ -149,6 +192,83 @@ func (r *runner) runPeer(ctx context.Context, p preparedPeer, scenario string) (
 		return lines, fmt.Errorf("peer %s failed after %s: %w", p.name, time.Since(began).Round(time.Second), runErr)
 	}
 	return lines, nil
+}
+
+// Cost marks: with --cost-marks a harness prints {"mark":"drain_begin","scenario":…} on
+// stdout right before its workers start and {"mark":"drain_end",…} once they have
+// stopped, and after each reads one line from stdin before it goes on, so that the bench
+// reads the server's CPU time and WAL position (and at the end runs the peer's deferred
+// work) while the harness does nothing.
+
+// parseMark reports whether line is a cost mark, and which.
+func parseMark(line []byte) (scenario, mark string, ok bool) {
+	if !bytes.HasPrefix(bytes.TrimSpace(line), []byte(`{"mark"`)) {
+		return "", "", false
+	}
+	var m struct{ Mark, Scenario string }
+	if err := json.Unmarshal(line, &m); err != nil || m.Mark == "" {
+		return "", "", false
+	}
+	return m.Scenario, m.Mark, true
+}
+
+// peerMarks measures a peer's drains between its marks.
+type peerMarks struct {
+	r     *runner
+	p     preparedPeer
+	url   string
+	meter *costMeter
+	conn  *pgx.Conn // to the peer's database, for its deferred work
+	began costMark
+}
+
+// handle takes a mark; at drain_end it returns the drain's cost and that of the deferred
+// work.
+func (m *peerMarks) handle(ctx context.Context, scenario, mark string) (*[2]dbCost, error) {
+	switch mark {
+	case "drain_begin":
+		if m.meter == nil {
+			meter, err := m.r.e.newCostMeter(ctx)
+			if err != nil {
+				return nil, err
+			}
+			m.meter = meter
+		}
+		if m.conn == nil {
+			conn, err := pgx.Connect(ctx, m.url)
+			if err != nil {
+				return nil, fmt.Errorf("failed to connect to %s's database: %w", m.p.name, err)
+			}
+			m.conn = conn
+		}
+		var err error
+		m.began, err = m.meter.mark(ctx)
+		return nil, err
+	case "drain_end":
+		if m.meter == nil || m.began.lsn == "" {
+			return nil, errors.New("drain_end without drain_begin")
+		}
+		drained, err := m.meter.since(ctx, m.began)
+		m.began = costMark{}
+		if err != nil {
+			return nil, err
+		}
+		deferred, err := m.meter.runDeferred(ctx, m.conn, m.p.name)
+		if err != nil {
+			return nil, err
+		}
+		return &[2]dbCost{drained, deferred}, nil
+	}
+	return nil, fmt.Errorf("unknown mark %q", mark)
+}
+
+func (m *peerMarks) close() {
+	if m.meter != nil {
+		m.meter.close()
+	}
+	if m.conn != nil {
+		_ = m.conn.Close(context.Background())
+	}
 }
 
 // prepareRiver builds the River harness, a Go module of its own (so skiplock's go.mod

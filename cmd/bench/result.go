@@ -17,8 +17,9 @@ type result struct {
 
 	// LatencyLabel names what Latency measures, for the table (e.g. "enqueue->start").
 	LatencyLabel string
-	Notes        []string // short remarks for the human table
-	Round        int      // the round (1-based) when the scenario ran in rounds, else 0
+	Notes        []string    // short remarks for the human table
+	Round        int         // the round (1-based) when the scenario ran in rounds, else 0
+	cost         *costPerJob // the drains': what a job cost the server (dbcost.go); nil elsewhere
 
 	// For -plot: jobs done so far, sampled while the scenario ran, and the raw latencies.
 	Series    []sample

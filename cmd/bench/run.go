@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
 )
 
 // run benchmarks skiplock (and the peers, with -peers) and reports to out.
@@ -251,13 +254,25 @@ func roundNote(round, rounds int) string {
 
 // withRound adds "round":round to a harness's JSON line (a JSON object).
 func withRound(line []byte, round int) []byte {
+	return withFields(line, []benchresult.Field{{Key: "round", Value: round}})
+}
+
+// withFields adds fields at the end of a harness's JSON line (a JSON object).
+func withFields(line []byte, fields []benchresult.Field) []byte {
 	i := bytes.LastIndexByte(line, '}')
 	if i < 0 {
 		return line
 	}
 	out := slices.Clone(line[:i])
-	out = fmt.Appendf(out, `,"round":%d}`, round)
-	return out
+	for _, f := range fields {
+		k, _ := json.Marshal(f.Key)
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			continue
+		}
+		out = fmt.Appendf(out, ",%s:%s", k, v)
+	}
+	return append(out, '}')
 }
 
 // loadAverage is the machine's 1-minute load average, where /proc/loadavg exists.

@@ -19,6 +19,7 @@
 
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
+import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import pg from "pg";
 
@@ -57,6 +58,7 @@ const { values: flags } = parseArgs({
     "local-queue-size": { type: "string" }, // worker.localQueue.size; default -1, off
     "local-queue-size-1000": { type: "string" }, // the same in work_drain_1000; default: --local-queue-size
     "complete-job-batch-delay-ms": { type: "string" }, // worker.completeJobBatchDelay; default -1, off
+    "cost-marks": { type: "boolean", default: false }, // see markDrain
   },
   strict: true,
 });
@@ -350,11 +352,26 @@ const scenarios = {
   },
 };
 
+// markDrain prints the cost mark {"mark":"drain_begin"|"drain_end","scenario":…} and waits
+// for cmd/bench's line on stdin, when --cost-marks is given: cmd/bench reads the server's CPU
+// time and WAL position meanwhile, and at the end vacuums the jobs table as autovacuum would.
+let stdin = null; // readline over stdin, closed at the end (an open one keeps Node running)
+let stdinLines = null;
+async function markDrain(mark, scenario) {
+  if (!flags["cost-marks"]) return;
+  stdin ??= createInterface({ input: process.stdin });
+  stdinLines ??= stdin[Symbol.asyncIterator]();
+  process.stdout.write(JSON.stringify({ mark, scenario }) + "\n");
+  const { done } = await stdinLines.next();
+  if (done) throw new Error(`cost mark ${mark}: stdin closed before cmd/bench answered`);
+}
+
 // drain: N jobs queued (untimed, then ANALYZE), then a runner of the given concurrency
 // starts; time to the last completion written back.
 async function drain(utils, scenario, concurrency) {
   await addBatches(utils, cfg.jobs);
   await admin.query(`ANALYZE ${SCHEMA}._private_jobs`);
+  await markDrain("drain_begin", scenario);
   const t0 = now();
   const { runner, counts } = await startRunner(concurrency);
   let ms;
@@ -371,6 +388,7 @@ async function drain(utils, scenario, concurrency) {
     await runner.stop();
   }
   if (counts.failed > 0) throw new Error(`${counts.failed} jobs failed`);
+  await markDrain("drain_end", scenario);
   line(scenario, cfg.jobs, ms, {
     extra: { timing: "runner started -> last completion written back (jobs table empty)", workers: concurrency },
   });
@@ -454,6 +472,7 @@ try {
   process.stderr.write(`graphile-worker harness: ${err?.stack ?? err}\n`);
   process.exitCode = 1;
 } finally {
+  stdin?.close();
   await utils?.release();
   await admin.end();
 }

@@ -20,7 +20,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -65,6 +67,7 @@ type config struct {
 	timeout           time.Duration
 	fetchCooldown     time.Duration // 0: River's default
 	fetchPollInterval time.Duration // 0: River's default
+	costMarks         bool          // print cost marks around each drain and wait for cmd/bench (markDrain)
 }
 
 func main() {
@@ -115,6 +118,7 @@ func parseFlags(args []string, errOut io.Writer) (*config, error) {
 	ms("timeout-ms", &cfg.timeout, 600000, "give up on a scenario after this long")
 	ms("fetch-cooldown-ms", &cfg.fetchCooldown, 0, "River FetchCooldown; 0: River's default (100 ms)")
 	ms("fetch-poll-interval-ms", &cfg.fetchPollInterval, 0, "River FetchPollInterval; 0: River's default (1 s)")
+	fs.BoolVar(&cfg.costMarks, "cost-marks", false, "around each drain, print a cost mark and wait for a line on stdin (cmd/bench measures the server meanwhile)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -153,6 +157,8 @@ type harness struct {
 	logger  *slog.Logger
 	worker  *noopWorker
 	version string
+	out     io.Writer     // the JSON lines and cost marks
+	stdin   *bufio.Reader // cmd/bench's answers to cost marks
 }
 
 func run(ctx context.Context, cfg *config, out io.Writer) error {
@@ -173,6 +179,8 @@ func run(ctx context.Context, cfg *config, out io.Writer) error {
 		logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		worker:  &noopWorker{},
 		version: riverVersion(),
+		out:     out,
+		stdin:   bufio.NewReader(os.Stdin),
 	}
 	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
 	if err != nil {
@@ -182,13 +190,17 @@ func run(ctx context.Context, cfg *config, out io.Writer) error {
 		return fmt.Errorf("failed to apply River's migrations: %w", err)
 	}
 	scenarios := map[string]func(context.Context) (*benchresult.Result, error){
-		"insert_bulk":     h.insertBulk,
-		"insert_single":   h.insertSingle,
-		"work_drain":      func(ctx context.Context) (*benchresult.Result, error) { return h.workDrain(ctx, cfg.workers) },
-		"work_drain_1000": func(ctx context.Context) (*benchresult.Result, error) { return h.workDrain(ctx, wideSlots) },
-		"latency":         h.latency,
-		"steady":          h.steady,
-		"steady_rate":     h.steadyRate,
+		"insert_bulk":   h.insertBulk,
+		"insert_single": h.insertSingle,
+		"work_drain": func(ctx context.Context) (*benchresult.Result, error) {
+			return h.workDrain(ctx, "work_drain", cfg.workers)
+		},
+		"work_drain_1000": func(ctx context.Context) (*benchresult.Result, error) {
+			return h.workDrain(ctx, "work_drain_1000", wideSlots)
+		},
+		"latency":     h.latency,
+		"steady":      h.steady,
+		"steady_rate": h.steadyRate,
 	}
 	for _, name := range scenarioOrder {
 		if !slices.Contains(cfg.scenarios, name) {
@@ -213,6 +225,27 @@ func run(ctx context.Context, cfg *config, out io.Writer) error {
 		logf("scenario %s: %.0f jobs/s", name, res.JobsPerSec())
 	}
 	return h.truncate(ctx)
+}
+
+// markDrain prints the cost mark {"mark":"drain_begin"|"drain_end","scenario":scenario}
+// and waits for cmd/bench's line on stdin, when --cost-marks is given: cmd/bench reads the
+// server's CPU time and WAL position meanwhile, and at the end prunes and vacuums
+// river_job as River's JobCleaner and autovacuum would.
+func (h *harness) markDrain(mark, scenario string) error {
+	if !h.cfg.costMarks {
+		return nil
+	}
+	line, err := json.Marshal(map[string]string{"mark": mark, "scenario": scenario})
+	if err != nil {
+		return err
+	}
+	if _, err := h.out.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	if _, err := h.stdin.ReadString('\n'); err != nil {
+		return fmt.Errorf("cost mark %s: no answer on stdin: %w", mark, err)
+	}
+	return nil
 }
 
 // truncate empties River's tables but river_migration, whichever its migrations created,

@@ -181,7 +181,7 @@ func (h *harness) insertSingle(ctx context.Context) (*benchresult.Result, error)
 
 // workDrain: N jobs queued (untimed, then ANALYZE), then a client with slots workers
 // starts; time to the last completion River reports persisted.
-func (h *harness) workDrain(ctx context.Context, slots int) (*benchresult.Result, error) {
+func (h *harness) workDrain(ctx context.Context, scenario string, slots int) (*benchresult.Result, error) {
 	n := int64(h.cfg.jobs)
 	inserter, err := h.newClient(0)
 	if err != nil {
@@ -199,6 +199,9 @@ func (h *harness) workDrain(ctx context.Context, slots int) (*benchresult.Result
 	}
 	completed, stopCounting := countCompletions(client, int(n)+1024)
 	defer stopCounting()
+	if err := h.markDrain("drain_begin", scenario); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		return nil, fmt.Errorf("failed to start the River client: %w", err)
@@ -217,6 +220,10 @@ func (h *harness) workDrain(ctx context.Context, slots int) (*benchresult.Result
 	}
 	if done != n {
 		return nil, fmt.Errorf("expected %d completed jobs, found %d", n, done)
+	}
+	// After the count: the bench prunes the completed jobs before it answers.
+	if err := h.markDrain("drain_end", scenario); err != nil {
+		return nil, err
 	}
 	res := &benchresult.Result{Jobs: n, Seconds: elapsed.Seconds()}
 	res.Add("timing", "client started -> last completion persisted (EventKindJobCompleted)")
