@@ -89,6 +89,7 @@ BEGIN
             ('jobs_set_concurrency(text, integer, integer)',                                            '{jobs_admin}'),
             ('jobs_set_rate_limit(text, integer, interval)',                                            '{jobs_admin}'),
             ('jobs_next_start(text)',                                                                   '{jobs_worker, jobs_admin}'),
+            ('jobs_queue_limited(text)',                                                                '{jobs_worker, jobs_admin}'),
             ('_jobs_check_bulk_args(text, jobs_state[], jobs_state[], integer)',                        '{}'),
             ('jobs_retry_many(bigint[], text, text, jobs_state[], integer)',                            '{jobs_admin}'),
             ('jobs_cancel_many(bigint[], text, text, jobs_state[], integer)',                           '{jobs_admin}'),

@@ -37,6 +37,7 @@
 {{ template "functions/jobs_set_concurrency.sql" . }}
 {{ template "functions/jobs_set_rate_limit.sql" . }}
 {{ template "functions/jobs_next_start.sql" . }}
+{{ template "functions/jobs_queue_limited.sql" . }}
 {{ template "functions/jobs_retry_many.sql" . }}
 {{ template "functions/jobs_cancel_many.sql" . }}
 {{ template "functions/jobs_delete_many.sql" . }}

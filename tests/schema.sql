@@ -2514,6 +2514,24 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) IS 'skiplock: deletes finished (done, cancelled; dead if include_dead) jobs older than older_than, at most max_jobs per call.';
 
+CREATE FUNCTION skiplock.jobs_queue_limited(queue text) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_queue_limited.queue IS NULL OR jobs_queue_limited.queue = '' OR octet_length(jobs_queue_limited.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_queue_limited', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    RETURN EXISTS (
+        SELECT FROM jobs_queues q
+        WHERE q.queue = jobs_queue_limited.queue
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL));
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_queue_limited(queue text) IS 'skiplock: whether the queue has a concurrency or rate limit; workers claim no more than their free slots from such a queue.';
+
 CREATE FUNCTION skiplock.jobs_requeue_expired() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -3505,6 +3523,10 @@ GRANT ALL ON FUNCTION skiplock.jobs_pause(queue text) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_queue_limited(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_queue_limited(queue text) TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_queue_limited(queue text) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_requeue_expired() FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_requeue_expired() TO jobs_worker;

@@ -81,6 +81,7 @@ BEGIN
             ('jobs_set_concurrency(text, integer, integer)',                                            '{jobs_admin}'),
             ('jobs_set_rate_limit(text, integer, interval)',                                            '{jobs_admin}'),
             ('jobs_next_start(text)',                                                                   '{jobs_worker, jobs_admin}'),
+            ('jobs_queue_limited(text)',                                                                '{jobs_worker, jobs_admin}'),
             ('_jobs_proxy_maintain_on(integer, integer)',                                               '{jobs_worker, jobs_admin}'),
             ('jobs_maintain(integer)',                                                                  '{jobs_worker, jobs_admin}'),
             ('_jobs_proxy_metrics_all()',                                                               '{jobs_worker, jobs_admin}'),

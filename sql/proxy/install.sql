@@ -39,6 +39,7 @@
 {{ template "functions/jobs_set_concurrency.sql" . }}
 {{ template "functions/jobs_set_rate_limit.sql" . }}
 {{ template "functions/jobs_next_start.sql" . }}
+{{ template "functions/jobs_queue_limited.sql" . }}
 {{ template "functions/_jobs_proxy_maintain_on.sql" . }}
 {{ template "functions/jobs_maintain.sql" . }}
 {{ template "functions/_jobs_proxy_metrics_all.sql" . }}

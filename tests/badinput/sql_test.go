@@ -321,6 +321,9 @@ var publicFuncs = []sqlFunc{
 		{name: "name", typ: "text", valid: "'fixed'"},
 		{name: "enabled", typ: "boolean", valid: "true"},
 	}},
+	{"jobs_queue_limited", []sqlParam{
+		{name: "queue", typ: "text", valid: "'queued'"},
+	}},
 	{"jobs_inspect", []sqlParam{
 		{name: "id", typ: "bigint", valid: "1"},
 	}},

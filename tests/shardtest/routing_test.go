@@ -241,6 +241,12 @@ func TestRouting(t *testing.T) {
 		if !one[bool](t, p, "SELECT jobs_next_start($1) > now() + interval '59 minutes'", queues[3]) {
 			t.Error("jobs_next_start through the proxy does not show shard 3's rate limit")
 		}
+		if !one[bool](t, p, "SELECT jobs_queue_limited($1) AND jobs_queue_limited($2)", queues[1], queues[3]) {
+			t.Error("jobs_queue_limited through the proxy does not show the limits of shards 1 and 3")
+		}
+		if one[bool](t, p, "SELECT jobs_queue_limited($1)", queues[2]) {
+			t.Error("jobs_queue_limited through the proxy says a queue without limits is limited")
+		}
 		// A queue first named by an operator function is pinned too: its jobs follow it.
 		fresh := s.queueOnShard(t, "fresh", 1)
 		one[bool](t, p, "SELECT jobs_pause($1)", fresh)

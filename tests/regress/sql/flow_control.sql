@@ -54,3 +54,12 @@ SELECT id FROM jobs_claim('worker-1', 10, ARRAY['geocode']);
 -- ex: rate-errors
 SELECT jobs_set_rate_limit('geocode', 10, interval '0');
 SELECT jobs_set_rate_limit('', 10, interval '1 second');
+
+-- ex: limited
+SELECT jobs_queue_limited('geocode') AS geocode, jobs_queue_limited('partner-api') AS partner_api;
+SELECT jobs_set_rate_limit('geocode', 100, interval '1 second');
+SELECT jobs_set_concurrency('partner-api', NULL, per_key => 2);
+SELECT jobs_queue_limited('geocode') AS geocode, jobs_queue_limited('partner-api') AS partner_api;
+SELECT jobs_pause('mail');
+SELECT jobs_queue_limited('mail') AS paused_is_not_limited;
+SELECT jobs_queue_limited('');
