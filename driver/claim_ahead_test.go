@@ -196,3 +196,136 @@ func TestClaimAhead(t *testing.T) {
 		})
 	})
 }
+
+// maxAsked is the most jobs one claim of rec asked for.
+func (r *claimRecorder) maxAsked() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	most := 0
+	for _, c := range r.claims {
+		most = max(most, c.Asked)
+	}
+	return most
+}
+
+// drainWith runs n jobs (each calling job, when not nil) through a client of one queue
+// configured by q, after prepare (which may set the queue's limits), and returns its claims.
+// A claim asks for at most the free slots plus the jobs it may claim ahead, so the most any
+// claim asked for bounds how far the queue claimed ahead.
+func drainWith(t *testing.T, q driver.QueueConfig, n int, job func(), prepare string) *claimRecorder {
+	t.Helper()
+	b := setup(t)
+	if prepare != "" {
+		mustExecPool(t, b, prepare)
+	}
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "job", func(ctx context.Context, _ *driver.Job[struct{}]) error {
+		if job != nil {
+			job()
+		}
+		return nil
+	}, nil)
+	rec := &claimRecorder{}
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": q})
+	cfg.Hook = rec
+	enqueueN(t, b, "job", n)
+	startClient(t, b.pool, cfg)
+	waitUntil(t, 60*time.Second, "every job done", func() bool {
+		return queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state = 'done'") == n
+	})
+	// Nothing went back: every job ran at its first attempt, with its budget untouched.
+	if m := queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE attempts <> 1 OR max_attempts <> 5"); m != 0 {
+		t.Errorf("%d jobs were given back or ran twice", m)
+	}
+	return rec
+}
+
+func mustExecPool(t *testing.T, b *testBundle, sql string) {
+	t.Helper()
+	if _, err := b.pool.Exec(context.Background(), sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// By default a queue claims ahead as far as its recent rate of finished jobs says: in a
+// drain of no-op jobs beyond the free slots (up to Slots more), for slow jobs a job or two,
+// on a limited queue (concurrency or rate limit) and with ClaimAheadOff never.
+func TestClaimAheadDefault(t *testing.T) {
+	t.Parallel()
+	const slots = 10
+
+	t.Run("ADrainClaimsAhead", func(t *testing.T) {
+		t.Parallel()
+		rec := drainWith(t, driver.QueueConfig{Slots: slots}, 3000, nil, "")
+		if m := rec.maxAsked(); m <= slots || m > 2*slots {
+			t.Errorf("claims asked for at most %d jobs, want more than the %d slots and at most %d", m, slots, 2*slots)
+		}
+	})
+
+	t.Run("SlowJobsAFewAhead", func(t *testing.T) {
+		t.Parallel()
+		// 10 slots of 50 ms jobs finish 200 a second: 2 in ClaimAheadHorizon (10 ms).
+		rec := drainWith(t, driver.QueueConfig{Slots: slots}, 100, func() { time.Sleep(50 * time.Millisecond) }, "")
+		if m := rec.maxAsked(); m > slots+3 {
+			t.Errorf("a claim asked for %d jobs of 50 ms on %d slots: more than a few ahead", m, slots)
+		}
+	})
+
+	limits := map[string]string{
+		"ConcurrencyLimit": "SELECT jobs_set_concurrency('default', 1000)",
+		"PerKey":           "SELECT jobs_set_concurrency('default', NULL, 1000)",
+		"RateLimit":        "SELECT jobs_set_rate_limit('default', 100000, interval '1 second')",
+	}
+	for name, sql := range limits {
+		t.Run("None"+name, func(t *testing.T) {
+			t.Parallel()
+			rec := drainWith(t, driver.QueueConfig{Slots: slots}, 2000, nil, sql)
+			if m := rec.maxAsked(); m > slots {
+				t.Errorf("a claim of a limited queue asked for %d jobs, more than its %d slots", m, slots)
+			}
+		})
+	}
+
+	// A limit set while the queue drains stops its claims ahead within a poll interval
+	// (200 ms here), when the fetch loop asks jobs_queue_limited again.
+	t.Run("ALimitSetWhileDrainingWithinAPoll", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		hs := driver.NewHandlers()
+		driver.AddHandler(hs, "job", func(ctx context.Context, _ *driver.Job[struct{}]) error {
+			time.Sleep(time.Millisecond)
+			return nil
+		}, nil)
+		rec := &claimRecorder{}
+		cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: slots}})
+		cfg.Hook = rec
+		enqueueN(t, b, "job", 20000)
+		startClient(t, b.pool, cfg)
+		waitUntil(t, 10*time.Second, "a claim ahead", func() bool { return rec.maxAsked() > slots })
+		mustExecPool(t, b, "SELECT jobs_set_concurrency('default', 1000)")
+		time.Sleep(cfg.PollInterval + 100*time.Millisecond)
+		rec.mu.Lock()
+		from := len(rec.claims)
+		rec.mu.Unlock()
+		time.Sleep(500 * time.Millisecond)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.claims) == from {
+			t.Fatal("no claim in the 500 ms after the limit was noticed")
+		}
+		for _, c := range rec.claims[from:] {
+			if c.Asked > slots {
+				t.Fatalf("a claim %s after the limit was set asked for %d jobs, more than the %d slots",
+					cfg.PollInterval+100*time.Millisecond, c.Asked, slots)
+			}
+		}
+	})
+
+	t.Run("NoneWhenOff", func(t *testing.T) {
+		t.Parallel()
+		rec := drainWith(t, driver.QueueConfig{Slots: slots, ClaimAhead: driver.ClaimAheadOff}, 2000, nil, "")
+		if m := rec.maxAsked(); m > slots {
+			t.Errorf("with ClaimAheadOff a claim asked for %d jobs, more than the %d slots", m, slots)
+		}
+	})
+}

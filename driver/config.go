@@ -179,23 +179,41 @@ type QueueConfig struct {
 	Slots int
 
 	// BatchSize is the most jobs one claim takes; a claim never takes more than the free
-	// slots (plus ClaimAhead). At most BatchSizeMax. Defaults to Slots + ClaimAhead or
-	// BatchSizeDefault, whichever is smaller.
+	// slots (plus what is claimed ahead). At most BatchSizeMax. Defaults to Slots plus the
+	// most claimed ahead, or BatchSizeDefault, whichever is smaller.
 	BatchSize int
 
 	// ClaimAhead is how many jobs beyond the free slots a claim may take into a local
-	// buffer, so that a slot that frees starts its next job at once, without a round trip.
-	// Buffered jobs are claimed (running, at their new attempt, and counted by the queue's
-	// max_running) and leased: the heartbeat extends their leases like those of running
-	// jobs. A job buffered for longer than ClaimAheadTTL, and every buffered job at
-	// shutdown, is given back with jobs_snooze's rule: queued again at once, its attempt
-	// not spent (max_attempts + 1), and the next claim gives it a new attempt number. Jobs
-	// are claimed ahead only while a slot is free. At most BatchSizeMax. Defaults to 0
-	// (claims take only free slots): buffered jobs count against the queue's max_running,
-	// per_key and rate limit while they wait, and a queue of jobs longer than ClaimAheadTTL
-	// returns and claims its buffer again and again, spending attempt numbers.
+	// buffer, so that a slot that frees starts its next job at once, without a round
+	// trip. By default how many adapts to the queue: what its slots finish in
+	// ClaimAheadHorizon at the rate they finished jobs lately (none while the queue is idle,
+	// a job or two when its jobs are slow, up to Slots in a drain of short jobs). None at
+	// all while the queue has a concurrency or rate limit (jobs_queue_limited, asked at
+	// start and once per PollInterval), where a buffered job would hold one of its slots or
+	// spend one of its starts without running. Jobs are claimed ahead only while a slot is
+	// free.
+	//
+	// Buffered jobs are claimed (running, at their new attempt) and leased: the heartbeat
+	// extends their leases like those of running jobs. A job buffered for longer than
+	// ClaimAheadTTL, and every buffered job at shutdown, is given back with jobs_snooze's
+	// rule: queued again at once, its attempt not spent (max_attempts + 1), and the next
+	// claim gives it a new attempt number.
+	//
+	// Defaults to 0: adaptive, at most Slots. A positive value claims that many ahead
+	// whenever a slot is free, however fast the queue's jobs finish (except on a limited
+	// queue). ClaimAheadOff (-1) claims only free slots. At most BatchSizeMax.
 	ClaimAhead int
+
+	claimAheadAdaptive bool // ClaimAhead was 0: set by validate
 }
+
+// ClaimAheadOff as QueueConfig.ClaimAhead makes claims take only free slots.
+const ClaimAheadOff = -1
+
+// ClaimAheadHorizon is how far ahead a queue claims (QueueConfig.ClaimAhead): the jobs its
+// slots finish in this long at their recent rate, so the buffer covers a claim's round trip
+// and the fetch cooldown in a drain, and holds at most a job or two of a queue of slow jobs.
+const ClaimAheadHorizon = 10 * time.Millisecond
 
 // ClaimAheadTTL is the longest a job claimed ahead (QueueConfig.ClaimAhead) waits in the
 // buffer before it is given back; it is checked when the fetch loop wakes (at least every
@@ -234,11 +252,17 @@ func (c *Config) validate() (*Config, error) {
 			return nil, invalid(field+".Slots", "must not be negative, got %d", q.Slots)
 		case q.BatchSize < 0 || q.BatchSize > BatchSizeMax:
 			return nil, invalid(field+".BatchSize", "must be between 0 and %d, got %d", BatchSizeMax, q.BatchSize)
-		case q.ClaimAhead < 0 || q.ClaimAhead > BatchSizeMax:
-			return nil, invalid(field+".ClaimAhead", "must be between 0 and %d, got %d", BatchSizeMax, q.ClaimAhead)
+		case q.ClaimAhead < ClaimAheadOff || q.ClaimAhead > BatchSizeMax:
+			return nil, invalid(field+".ClaimAhead", "must be ClaimAheadOff (-1) or between 0 and %d, got %d", BatchSizeMax, q.ClaimAhead)
 		}
 		if q.Slots == 0 {
 			q.Slots = SlotsDefault
+		}
+		switch q.ClaimAhead {
+		case 0:
+			q.ClaimAhead, q.claimAheadAdaptive = min(q.Slots, BatchSizeMax), true
+		case ClaimAheadOff:
+			q.ClaimAhead = 0
 		}
 		if q.BatchSize == 0 {
 			q.BatchSize = min(q.Slots+q.ClaimAhead, BatchSizeDefault)

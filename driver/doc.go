@@ -146,13 +146,16 @@
 //
 // # Claiming ahead
 //
-// [QueueConfig.ClaimAhead] (off by default) lets a claim take that many jobs beyond the free
-// slots into a buffer, so that a worker that finishes starts its next job without a round
-// trip. Buffered jobs are running in the database (they count against a queue's
-// max_running) and leased; the heartbeat extends them, and they are given back, without
-// spending an attempt, after [ClaimAheadTTL] (at most half the lease) and at shutdown. It is
-// off by default because buffered jobs count against a queue's flow control (max_running,
-// per_key, rate limit) while they wait, and suits queues of short jobs.
+// A claim may take jobs beyond the free slots into a buffer, so that a worker that finishes
+// starts its next job without a round trip ([QueueConfig.ClaimAhead]). By default how many
+// follows the queue: what its slots finish in [ClaimAheadHorizon] at the rate they finished
+// jobs lately, at most Slots: a drain of short jobs buffers up to a claim's worth, a queue
+// of slow jobs a job or two, an idle queue none. A queue with a concurrency or rate limit
+// never claims ahead (the client asks jobs_queue_limited at start and once per
+// PollInterval): a buffered job would hold one of its slots, or spend one of its starts,
+// without running. Buffered jobs are running in the database and leased; the heartbeat
+// extends them, and they are given back, without spending an attempt, after
+// [ClaimAheadTTL] (at most half the lease) and at shutdown. [ClaimAheadOff] turns it off.
 //
 // # Periodic jobs
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,16 @@ type fetchLoop struct {
 	queues []string // {queue}: jobs_claim's queues argument
 	slots  int
 	batch  int
-	ahead  int           // QueueConfig.ClaimAhead
 	ttl    time.Duration // how long a job claimed ahead may wait in buffer
+
+	// Claiming ahead (QueueConfig.ClaimAhead): aheadCap is the most (0: never), adaptive
+	// whether the loop sizes it from the rate of finished jobs (tuneAhead), and ahead how
+	// many the next claims may take beyond the free slots, read by reserve in the loop and
+	// in the completer. finished counts the jobs the workers finished.
+	aheadCap int
+	adaptive bool
+	ahead    atomic.Int64
+	finished atomic.Int64
 
 	active atomic.Int64    // jobs claimed and not yet finished
 	wake   chan struct{}   // a notification arrived (size 1: wake-ups coalesce)
@@ -43,21 +52,31 @@ type fetchLoop struct {
 	// whether the queue has a rate limit, and when it was asked.
 	rateLimited bool
 	rateAsked   time.Time
+
+	// For tuneAhead (the loop goroutine only): what jobs_queue_limited said and when, and
+	// the recent rate of finished jobs (per second) with the sample it was last updated at.
+	limited      bool
+	limitAsked   time.Time
+	limitErrSeen bool
+	finishRate   float64
+	rateAt       time.Time
+	rateN        int64
 }
 
 func newFetchLoop(c *Client, queue string, q QueueConfig) *fetchLoop {
 	return &fetchLoop{
-		c:       c,
-		queue:   queue,
-		queues:  []string{queue},
-		slots:   q.Slots,
-		batch:   q.BatchSize,
-		ahead:   q.ClaimAhead,
-		ttl:     min(ClaimAheadTTL, c.cfg.Lease/2), // returned before the lease could end, heartbeat or not
-		wake:    make(chan struct{}, 1),
-		freed:   make(chan struct{}, 1),
-		idle:    make(chan *execution),
-		running: make(map[int64]*execution),
+		c:        c,
+		queue:    queue,
+		queues:   []string{queue},
+		slots:    q.Slots,
+		batch:    q.BatchSize,
+		ttl:      min(ClaimAheadTTL, c.cfg.Lease/2), // returned before the lease could end, heartbeat or not
+		aheadCap: q.ClaimAhead,
+		adaptive: q.claimAheadAdaptive,
+		wake:     make(chan struct{}, 1),
+		freed:    make(chan struct{}, 1),
+		idle:     make(chan *execution),
+		running:  make(map[int64]*execution),
 	}
 }
 
@@ -100,17 +119,18 @@ func (fl *fetchLoop) run(ctx context.Context) {
 			// ctx.Done (such as the NOTIFY of jobs just released) would claim again.
 			return
 		}
-		if fl.ahead > 0 {
+		if fl.aheadCap > 0 {
 			if oldest := fl.returnBuffered(false); !oldest.IsZero() {
 				expire.Reset(time.Until(oldest.Add(fl.ttl)))
 			}
+			fl.tuneAhead(ctx)
 		}
 		if want && !time.Now().Before(holdUntil) {
 			fl.wantSource.Store(int32(source))
 		} else {
 			fl.wantSource.Store(0)
 		}
-		if want && fl.active.Load() < int64(fl.slots+fl.ahead) && fl.slotFree() && !time.Now().Before(holdUntil) {
+		if want && fl.active.Load() < int64(fl.slots)+fl.ahead.Load() && fl.slotFree() && !time.Now().Before(holdUntil) {
 			if cd := c.cfg.FetchCooldown; cd > 0 {
 				if wait := cd - time.Since(last); wait > 0 && !sleepCtx(ctx, wait) {
 					return
@@ -224,7 +244,7 @@ func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, r
 func (fl *fetchLoop) reserve() int {
 	for {
 		active := fl.active.Load()
-		n := min(int64(fl.slots+fl.ahead)-active, int64(fl.batch))
+		n := min(int64(fl.slots)+fl.ahead.Load()-active, int64(fl.batch))
 		if n <= 0 {
 			return 0
 		}
@@ -296,7 +316,7 @@ func (fl *fetchLoop) start(buf []JobRow, claimedAt time.Time) {
 // jobs are claimed ahead when a slot frees, not again and again while long jobs fill every
 // slot and the buffered ones go back after their TTL.
 func (fl *fetchLoop) slotFree() bool {
-	if fl.ahead == 0 {
+	if fl.ahead.Load() == 0 {
 		return true
 	}
 	fl.mu.Lock()
@@ -358,6 +378,53 @@ func (fl *fetchLoop) returnBuffered(all bool) (oldest time.Time) {
 	}
 	return oldest
 }
+
+// tuneAhead sets how many jobs the next claims may take beyond the free slots (fl.ahead):
+// none while the queue has a concurrency or rate limit (jobs_queue_limited, asked at the
+// first call and then once per poll interval; an error counts as limited), else the cap,
+// or when adaptive what the slots finish in ClaimAheadHorizon at the rate they finished
+// jobs lately (an average of samples at least claimAheadSample apart, each counting
+// every job finished since the one before), rounded up and at most the cap.
+func (fl *fetchLoop) tuneAhead(ctx context.Context) {
+	c := fl.c
+	now := time.Now()
+	if fl.limitAsked.IsZero() || now.Sub(fl.limitAsked) >= c.cfg.PollInterval {
+		fl.limitAsked = now
+		qctx, cancel := context.WithTimeout(ctx, opTimeout)
+		err := c.pool.QueryRow(qctx, queueLimitedSQL, fl.queue).Scan(&fl.limited)
+		cancel()
+		if err != nil {
+			fl.limited = true
+			if ctx.Err() == nil && !fl.limitErrSeen {
+				fl.limitErrSeen = true // once: a schema without jobs_queue_limited fails every time
+				c.logger.Warn("failed to ask whether the queue is limited; claiming only free slots (is the schema migrated?)",
+					slog.String("queue", fl.queue), slog.Any("error", err))
+			}
+		}
+	}
+	switch {
+	case fl.limited:
+		fl.ahead.Store(0)
+	case !fl.adaptive:
+		fl.ahead.Store(int64(fl.aheadCap))
+	default:
+		n := fl.finished.Load()
+		if d := now.Sub(fl.rateAt); d >= claimAheadSample {
+			r := float64(n-fl.rateN) / d.Seconds()
+			if fl.rateAt.IsZero() {
+				r = 0 // no sample yet: the jobs finished before the loop started do not count
+			}
+			fl.finishRate = (fl.finishRate + r) / 2
+			fl.rateAt, fl.rateN = now, n
+		}
+		fl.ahead.Store(min(int64(fl.aheadCap), int64(math.Ceil(fl.finishRate*ClaimAheadHorizon.Seconds()))))
+	}
+}
+
+// claimAheadSample is the least time between two samples of a queue's rate of finished
+// jobs (tuneAhead): long enough that a sample counts several claims' jobs in a drain,
+// short enough that the size follows the drain's start within a few claims.
+const claimAheadSample = 50 * time.Millisecond
 
 // scanClaimed reads the rows of claimSQL, or of completeAndClaimSQL when withCompleted
 // (then also the ids completed), appending the jobs to buf. On error the rows read so far

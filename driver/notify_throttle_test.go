@@ -297,10 +297,6 @@ func TestNotifyThrottleSurvivesPoolClose(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const cooldown = 300 * time.Millisecond
-	// The round trips after the window's end: a notification, a claim, a start. A loaded
-	// machine (the -short suite's packages in parallel on 2 cores) has seen 400 ms; without
-	// the deferred notification the jobs would wait for the minute's poll.
-	const slack = time.Second
 	var mu sync.Mutex
 	started := map[int64]time.Time{}
 	hs := driver.NewHandlers()

@@ -52,6 +52,11 @@ FROM jobs_complete_and_claim($1, $2, $3, $4, $5, $6)`
 const nextStartSQL = `SELECT CASE WHEN s IS NOT NULL THEN greatest(s - clock_timestamp(), interval '0') END
 FROM jobs_next_start($1) AS s`
 
+// queueLimitedSQL calls jobs_queue_limited(queue) at the fetch loop's start and once per
+// poll interval. Relies on: true when the queue has a concurrency or rate limit, so that the
+// loop claims no more than its free slots from it.
+const queueLimitedSQL = `SELECT jobs_queue_limited($1)`
+
 // completeSQL calls jobs_complete(id, attempt) in the handler's own transaction, for
 // [CompleteTx]. Relies on: true when the job was held at attempt and is now done (the row
 // stays locked until that transaction ends), false when it was no longer held.

@@ -102,6 +102,7 @@ func (fl *fetchLoop) finish(ex *execution) *execution {
 	next := fl.popBuffered()
 	fl.mu.Unlock()
 	fl.active.Add(-1)
+	fl.finished.Add(1)
 	select {
 	case fl.freed <- struct{}{}:
 	default:

@@ -174,7 +174,7 @@ type Options struct {
 	EffectOutsideTx bool
 
 	// ClaimAhead is each worker process's QueueConfig.ClaimAhead: a killed worker then holds
-	// buffered jobs besides running ones. Defaults to 0.
+	// buffered jobs besides running ones. Defaults to 0, the driver's default (adaptive).
 	ClaimAhead int
 
 	// Executable is the program started as a worker process; it must call [WorkerMain]
