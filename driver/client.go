@@ -160,6 +160,14 @@ func (c *Client) Run(ctx context.Context) error {
 	defer stopHeartbeats()
 	var loops, tail sync.WaitGroup
 	for _, fl := range c.queueOrder {
+		if fl.aheadCap > 0 {
+			if !fl.adaptive {
+				// Before the first claim: a fixed ClaimAhead claims ahead at once. (An
+				// adaptive one claims nothing ahead before jobs have finished.)
+				fl.askLimited(fetchCtx)
+			}
+			loops.Go(func() { fl.watchLimits(fetchCtx) })
+		}
 		loops.Go(func() { fl.run(fetchCtx) })
 	}
 	loops.Go(func() { c.listen(fetchCtx) })

@@ -23,7 +23,7 @@ type fetchLoop struct {
 	ttl    time.Duration // how long a job claimed ahead may wait in buffer
 
 	// Claiming ahead (QueueConfig.ClaimAhead): aheadCap is the most (0: never), adaptive
-	// whether the loop sizes it from the rate of finished jobs (tuneAhead), and ahead how
+	// whether the loop sizes it from the rate of finished jobs (sizeAhead), and ahead how
 	// many the next claims may take beyond the free slots, read by reserve in the loop and
 	// in the completer. finished counts the jobs the workers finished.
 	aheadCap int
@@ -53,14 +53,17 @@ type fetchLoop struct {
 	rateLimited bool
 	rateAsked   time.Time
 
-	// For tuneAhead (the loop goroutine only): what jobs_queue_limited said and when, and
-	// the recent rate of finished jobs (per second) with the sample it was last updated at.
-	limited      bool
+	// What jobs_queue_limited said (askLimited); when it was asked and whether an error
+	// was logged (the watchLimits goroutine only, or before it starts).
+	limited      atomic.Bool
 	limitAsked   time.Time
 	limitErrSeen bool
-	finishRate   float64
-	rateAt       time.Time
-	rateN        int64
+
+	// For sizeAhead (the loop goroutine only): the recent rate of finished jobs (per
+	// second), and the sample it was last updated at.
+	finishRate float64
+	rateAt     time.Time
+	rateN      int64
 }
 
 func newFetchLoop(c *Client, queue string, q QueueConfig) *fetchLoop {
@@ -123,7 +126,7 @@ func (fl *fetchLoop) run(ctx context.Context) {
 			if oldest := fl.returnBuffered(false); !oldest.IsZero() {
 				expire.Reset(time.Until(oldest.Add(fl.ttl)))
 			}
-			fl.tuneAhead(ctx)
+			fl.sizeAhead()
 		}
 		if want && !time.Now().Before(holdUntil) {
 			fl.wantSource.Store(int32(source))
@@ -379,35 +382,63 @@ func (fl *fetchLoop) returnBuffered(all bool) (oldest time.Time) {
 	return oldest
 }
 
-// tuneAhead sets how many jobs the next claims may take beyond the free slots (fl.ahead):
-// none while the queue has a concurrency or rate limit (jobs_queue_limited, asked at the
-// first call and then once per poll interval; an error counts as limited), else the cap,
-// or when adaptive what the slots finish in ClaimAheadHorizon at the rate they finished
-// jobs lately (an average of samples at least claimAheadSample apart, each counting
-// every job finished since the one before), rounded up and at most the cap.
-func (fl *fetchLoop) tuneAhead(ctx context.Context) {
+// watchLimits asks jobs_queue_limited once per poll interval (at once when it has not
+// asked yet) until ctx is done, in a goroutine of its own so that no claim waits for it.
+func (fl *fetchLoop) watchLimits(ctx context.Context) {
+	wait := time.Duration(0)
+	if !fl.limitAsked.IsZero() {
+		wait = fl.c.cfg.PollInterval
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fl.askLimited(ctx)
+		t.Reset(jitter(fl.c.cfg.PollInterval, 0.1))
+	}
+}
+
+// askLimited asks jobs_queue_limited whether the queue has a concurrency or rate limit
+// (fl.limited); an error counts as limited. Called before the loops start, then only by
+// watchLimits.
+func (fl *fetchLoop) askLimited(ctx context.Context) {
 	c := fl.c
-	now := time.Now()
-	if fl.limitAsked.IsZero() || now.Sub(fl.limitAsked) >= c.cfg.PollInterval {
-		fl.limitAsked = now
-		qctx, cancel := context.WithTimeout(ctx, opTimeout)
-		err := c.pool.QueryRow(qctx, queueLimitedSQL, fl.queue).Scan(&fl.limited)
-		cancel()
-		if err != nil {
-			fl.limited = true
-			if ctx.Err() == nil && !fl.limitErrSeen {
-				fl.limitErrSeen = true // once: a schema without jobs_queue_limited fails every time
-				c.logger.Warn("failed to ask whether the queue is limited; claiming only free slots (is the schema migrated?)",
-					slog.String("queue", fl.queue), slog.Any("error", err))
-			}
+	fl.limitAsked = time.Now()
+	qctx, cancel := context.WithTimeout(ctx, opTimeout)
+	var limited bool
+	err := c.pool.QueryRow(qctx, queueLimitedSQL, fl.queue).Scan(&limited)
+	cancel()
+	if err != nil {
+		limited = true
+		if ctx.Err() == nil && !fl.limitErrSeen {
+			fl.limitErrSeen = true // once: a schema without jobs_queue_limited fails every time
+			c.logger.Warn("failed to ask whether the queue is limited; claiming only free slots (is the schema migrated?)",
+				slog.String("queue", fl.queue), slog.Any("error", err))
 		}
 	}
+	fl.limited.Store(limited)
+	if limited {
+		fl.ahead.Store(0) // at once, for the completer's claims too
+	}
+}
+
+// sizeAhead sets how many jobs the next claims may take beyond the free slots (fl.ahead):
+// none while the queue has a concurrency or rate limit (watchLimits), else the cap, or when
+// adaptive what the slots finish in ClaimAheadHorizon at the rate they finished jobs lately
+// (an average of samples at least claimAheadSample apart, each counting every job finished
+// since the one before), rounded up and at most the cap.
+func (fl *fetchLoop) sizeAhead() {
 	switch {
-	case fl.limited:
+	case fl.limited.Load():
 		fl.ahead.Store(0)
 	case !fl.adaptive:
 		fl.ahead.Store(int64(fl.aheadCap))
 	default:
+		now := time.Now()
 		n := fl.finished.Load()
 		if d := now.Sub(fl.rateAt); d >= claimAheadSample {
 			r := float64(n-fl.rateN) / d.Seconds()
@@ -422,7 +453,7 @@ func (fl *fetchLoop) tuneAhead(ctx context.Context) {
 }
 
 // claimAheadSample is the least time between two samples of a queue's rate of finished
-// jobs (tuneAhead): long enough that a sample counts several claims' jobs in a drain,
+// jobs (sizeAhead): long enough that a sample counts several claims' jobs in a drain,
 // short enough that the size follows the drain's start within a few claims.
 const claimAheadSample = 50 * time.Millisecond
 
