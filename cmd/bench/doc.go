@@ -51,6 +51,12 @@
 //	                 cluster of its own, through one driver.ShardedClient with -workers slots per
 //	                 shard; reports the CPU per job of the clusters and of the bench; see shards.go
 //
+// latency, steady, steady_rate and held_xmin measure a running system, not one starting
+// up: before their window each system (skiplock and every peer harness alike) runs the
+// scenario's own load, not measured, for -warmup (default 1s), then waits until its queue
+// is empty. A fresh PostgreSQL backend's first call of each function compiles and plans it,
+// which on cold connections stalled the first half second of the window.
+//
 // The ratios at the end (work_drain to naive, bloat and the limit_* drains to work_drain,
 // held_xmin to steady, scale, shards) are the numbers to compare across machines: both sides ran in the same run on
 // the same server, so load from elsewhere affects them alike.

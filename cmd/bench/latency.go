@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skiplock/skiplock/cmd/bench/internal/benchresult"
@@ -23,7 +24,11 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	prog := newProgress("latency", m, 0, r.cfg.progress)
 	allStarted := make(chan struct{})
 	var once sync.Once
+	var measuring atomic.Bool // the warm-up's jobs are not counted
 	ws, err := startWorkers(ctx, pool, r.workerName(), r.cfg.workers, r.cfg.claimAhead, workerHooks{started: func(j benchJob) {
+		if !measuring.Load() {
+			return
+		}
 		rec.Start(j.ID, time.Now())
 		prog.Add(1)
 		if prog.done.Load() >= m {
@@ -37,9 +42,24 @@ func (r *runner) latency(ctx context.Context) (*result, error) {
 	if err := warmPool(ctx, pool, 2); err != nil {
 		return nil, err
 	}
-	if err := wait.Sleep(ctx, r.cfg.warmup); err != nil {
+	if _, err := r.warmUp(ctx, pool, func(ctx context.Context, until time.Time) error {
+		t0 := time.Now()
+		for i := int64(0); ; i++ {
+			next := t0.Add(time.Duration(i) * r.cfg.latencyInterval)
+			if !next.Before(until) {
+				return nil
+			}
+			if err := wait.Sleep(ctx, time.Until(next)); err != nil {
+				return err
+			}
+			if _, err := enqueueOne(ctx, pool, payload(-1-i, time.Now())); err != nil {
+				return err
+			}
+		}
+	}); err != nil {
 		return nil, err
 	}
+	measuring.Store(true)
 
 	calls := make([]time.Duration, 0, m)
 	prog.Begin()

@@ -118,7 +118,7 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	fs.DurationVar(&cfg.latencyInterval, "latency-interval", 10*time.Millisecond, "time between two enqueues of the latency scenario")
 	fs.DurationVar(&cfg.steadyDuration, "steady-duration", 15*time.Second, "length of steady, steady_rate and held_xmin; with -peers 5s unless given")
 	fs.DurationVar(&cfg.retentionDuration, "retention-duration", time.Minute, "length of each step of retention (opt-in)")
-	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "idle time between starting the workers and enqueueing in latency, steady and held_xmin")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "warm-up of latency, steady, steady_rate and held_xmin: the scenario's own load, not measured, for this long (then until the queue is empty) before the measured window, for every system")
 	fs.IntVar(&cfg.bloatRows, "bloat-rows", 1000000, "finished jobs in the table during bloat")
 	fs.StringVar(&scaleProcs, "scale-procs", "1,2,4", "worker process counts for scale")
 	fs.IntVar(&cfg.naiveWorkers, "naive-workers", 16, "goroutines (one connection each) of the naive design")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -51,9 +52,26 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 	if err := warmPool(ctx, pool, r.cfg.producers+2); err != nil {
 		return nil, err
 	}
-	if err := wait.Sleep(ctx, r.cfg.warmup); err != nil {
+	warmDone, err := r.warmUp(ctx, pool, func(ctx context.Context, until time.Time) error {
+		var wg sync.WaitGroup
+		errs := make([]error, r.cfg.producers)
+		for g := range r.cfg.producers {
+			wg.Go(func() {
+				for i := int64(0); time.Now().Before(until); i++ {
+					if _, err := enqueueOne(ctx, pool, payload(-1-(int64(g)<<40|i), time.Now())); err != nil {
+						errs[g] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
+	if err != nil {
 		return nil, err
 	}
+	prog.Set(0)
 
 	var explained *explainer
 	var inserted atomic.Int64
@@ -87,6 +105,7 @@ func (r *runner) steady(ctx context.Context, name string, holdXmin bool) (*resul
 	}
 	insertedInWindow := inserted.Load()
 	total, done, pending, err := countJobs(ctx, pool)
+	done -= warmDone
 	samples := prog.End()
 	wg.Wait()
 	explained.wait()

@@ -40,10 +40,18 @@ func (r *runner) steadyRate(ctx context.Context, rate float64) (*result, error) 
 	if err := warmPool(ctx, pool, r.cfg.producers+2); err != nil {
 		return nil, err
 	}
-	if err := wait.Sleep(ctx, r.cfg.warmup); err != nil {
+	warmDone, err := r.warmUp(ctx, pool, func(ctx context.Context, until time.Time) error {
+		_, err := arrival.Run(ctx, time.Now(), time.Until(until), rate, r.cfg.producers, func(ctx context.Context, k int64) error {
+			_, err := enqueueOne(ctx, pool, payload(-1-k, time.Now()))
+			return err
+		})
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 
+	prog.Set(0)
 	prog.Begin()
 	start := time.Now()
 	end := start.Add(r.cfg.steadyDuration)
@@ -69,6 +77,7 @@ func (r *runner) steadyRate(ctx context.Context, rate float64) (*result, error) 
 	if err != nil {
 		return nil, err
 	}
+	done -= warmDone
 	if err := ws.Stop(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}

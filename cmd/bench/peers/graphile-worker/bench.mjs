@@ -212,6 +212,18 @@ const admin = new pg.Pool({ connectionString: cfg.url, max: 2 });
 const jobsInTable = async () => (await admin.query(`SELECT count(*)::int AS n FROM ${SCHEMA}._private_jobs`)).rows[0].n;
 const truncate = () => admin.query(`TRUNCATE ${SCHEMA}._private_jobs, ${SCHEMA}._private_job_queues`);
 
+// warmUp runs load(until), the scenario's own addJob calls with nothing recorded, until
+// --warmup-ms has passed, then waits (at most --timeout-ms) until the jobs table is empty:
+// the measured window starts on warm connections, as cmd/bench's own scenarios do.
+async function warmUp(load) {
+  await load(now() + cfg.warmupMs);
+  const deadline = now() + cfg.timeoutMs;
+  while ((await jobsInTable()) > 0) {
+    if (now() > deadline) throw new Error(`timed out after ${cfg.timeoutMs} ms waiting for the warm-up's jobs`);
+    await sleep(1);
+  }
+}
+
 async function addBatches(utils, n) {
   for (let off = 0; off < n; off += cfg.batch) {
     const specs = [];
@@ -278,7 +290,14 @@ const scenarios = {
     const calls = [];
     let ms;
     try {
-      await sleep(cfg.warmupMs);
+      await warmUp(async (until) => {
+        const t0 = now();
+        for (let i = 0; t0 + i * cfg.latencyIntervalMs < until; i++) {
+          await sleep(t0 + i * cfg.latencyIntervalMs - now());
+          await utils.addJob(TASK, { seq: -1 - i });
+        }
+      });
+      started = 0;
       const t0 = now();
       for (let i = 0; i < cfg.latencyJobs; i++) {
         await sleep(t0 + i * cfg.latencyIntervalMs - now());
@@ -316,7 +335,13 @@ const scenarios = {
     const { runner } = await startRunner();
     let done, inserted, backlog, end;
     try {
-      await sleep(cfg.warmupMs);
+      await warmUp(async (until) => {
+        await Promise.all(
+          Array.from({ length: cfg.producers }, async (_, g) => {
+            for (let i = 0; now() < until; i++) await utils.addJob(TASK, { seq: -1 - (g * 2 ** 40 + i) });
+          }),
+        );
+      });
       let added = 0;
       end = now() + cfg.steadyMs;
       const producers = Array.from({ length: cfg.producers }, async (_, g) => {
@@ -406,7 +431,21 @@ async function steadyRate(utils) {
   const interval = 1000 / cfg.rate;
   let done, inserted, backlog, end, maxLag = 0;
   try {
-    await sleep(cfg.warmupMs);
+    await warmUp(async (until) => {
+      const start = now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: cfg.producers }, async () => {
+          for (;;) {
+            const k = next++;
+            const due = start + k * interval;
+            if (due >= until) return;
+            await sleep(due - now());
+            await utils.addJob(TASK, { seq: -1 - k });
+          }
+        }),
+      );
+    });
     const start = now();
     end = start + cfg.steadyMs;
     let next = 0;

@@ -86,6 +86,24 @@ func countCompletions(client *river.Client[pgx.Tx], bufferSize int) (completed *
 	return completed, func() { cancel(); <-done }
 }
 
+// warmUp runs load, the scenario's own inserts with nothing recorded, until --warmup-ms has
+// passed, then waits (at most --timeout-ms) until every job is completed: the measured
+// window starts on warm connections, as cmd/bench's own scenarios do.
+func (h *harness) warmUp(ctx context.Context, load func(ctx context.Context, until time.Time) error) error {
+	if err := load(ctx, time.Now().Add(h.cfg.warmup)); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	var total, completed int64
+	var countErr error
+	if err := wait.Until(ctx, func() bool {
+		total, completed, countErr = h.countJobs(ctx)
+		return countErr != nil || total == completed
+	}, h.cfg.timeout); err != nil {
+		return fmt.Errorf("warm-up: %d of %d jobs completed: %w", completed, total, err)
+	}
+	return countErr
+}
+
 // countJobs returns the number of jobs in river_job, and how many are completed.
 func (h *harness) countJobs(ctx context.Context) (total, completed int64, err error) {
 	err = h.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'completed') FROM river_job`).Scan(&total, &completed)
@@ -248,9 +266,24 @@ func (h *harness) latency(ctx context.Context) (*benchresult.Result, error) {
 		return nil, fmt.Errorf("failed to start the River client: %w", err)
 	}
 	defer func() { _ = stopClient(ctx, client) }() // checked below on the success path
-	if err := wait.Sleep(ctx, h.cfg.warmup); err != nil {
+	if err := h.warmUp(ctx, func(ctx context.Context, until time.Time) error {
+		t0 := time.Now()
+		for i := int64(0); ; i++ {
+			next := t0.Add(time.Duration(i) * h.cfg.latencyInterval)
+			if !next.Before(until) {
+				return nil
+			}
+			if err := wait.Sleep(ctx, time.Until(next)); err != nil {
+				return err
+			}
+			if _, err := client.Insert(ctx, noopArgs{Seq: -1 - i}, nil); err != nil {
+				return err
+			}
+		}
+	}); err != nil {
 		return nil, err
 	}
+	started.Store(0)
 	var calls []time.Duration
 	t0 := time.Now()
 	for i := range m {
@@ -301,7 +334,22 @@ func (h *harness) steady(ctx context.Context) (*benchresult.Result, error) {
 		return nil, fmt.Errorf("failed to start the River client: %w", err)
 	}
 	defer func() { _ = stopClient(ctx, client) }() // checked below on the success path
-	if err := wait.Sleep(ctx, h.cfg.warmup); err != nil {
+	if err := h.warmUp(ctx, func(ctx context.Context, until time.Time) error {
+		var wg sync.WaitGroup
+		errs := make([]error, h.cfg.producers)
+		for g := range h.cfg.producers {
+			wg.Go(func() {
+				for i := int64(0); time.Now().Before(until); i++ {
+					if _, err := client.Insert(ctx, noopArgs{Seq: -1 - (int64(g)<<40 | i)}, nil); err != nil {
+						errs[g] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}); err != nil {
 		return nil, err
 	}
 	before := completed.Load()
@@ -371,7 +419,13 @@ func (h *harness) steadyRate(ctx context.Context) (*benchresult.Result, error) {
 		return nil, fmt.Errorf("failed to start the River client: %w", err)
 	}
 	defer func() { _ = stopClient(ctx, client) }() // checked below on the success path
-	if err := wait.Sleep(ctx, h.cfg.warmup); err != nil {
+	if err := h.warmUp(ctx, func(ctx context.Context, until time.Time) error {
+		_, err := arrival.Run(ctx, time.Now(), time.Until(until), h.cfg.rate, h.cfg.producers, func(ctx context.Context, k int64) error {
+			_, err := client.Insert(ctx, noopArgs{Seq: -1 - k}, nil)
+			return err
+		})
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	before := completed.Load()
