@@ -30,7 +30,7 @@ type config struct {
 	scenarios         []string
 	jobs              int
 	workers           int
-	claimAhead        int // -claim-ahead: the in-process workers' QueueConfig.ClaimAhead
+	claimAhead        int // -claim-ahead: the workers' QueueConfig.ClaimAhead, scale's processes included
 	pool              int
 	batch             int
 	producers         int
@@ -111,7 +111,7 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	fs.IntVar(&cfg.jobs, "jobs", 50000, "N: jobs for insert_bulk, work_drain, bloat, scale, naive and chaos (insert_single uses N/10); with -peers 20000 unless given")
 	fs.IntVar(&cfg.workers, "workers", 100, "worker slots (jobs run at once) per worker process")
 	fs.IntVar(&cfg.pool, "pool", 20, "maximum connections of each process's pool")
-	fs.IntVar(&cfg.claimAhead, "claim-ahead", 0, "QueueConfig.ClaimAhead of the workers in this process (not scale's worker processes): 0 adaptive (the default), -1 off, N that many")
+	fs.IntVar(&cfg.claimAhead, "claim-ahead", 0, "QueueConfig.ClaimAhead of the workers, scale's worker processes included: 0 adaptive (the default), -1 off, N that many")
 	fs.IntVar(&cfg.batch, "batch", 5000, "jobs per driver.EnqueueMany call when bulk-loading")
 	fs.IntVar(&cfg.producers, "producers", 8, "enqueueing goroutines in insert_single, steady and held_xmin")
 	fs.IntVar(&cfg.latencyJobs, "latency-jobs", 500, "jobs enqueued in the latency scenario; with -peers 200 unless given")

@@ -56,6 +56,7 @@ func (r *runner) scale(ctx context.Context, procs int) (*result, error) {
 		c, err := startChild(ctx, exe, []string{
 			"-database-url", r.e.url, "-schema", r.cfg.schema,
 			"-workers", strconv.Itoa(r.cfg.workers), "-pool", strconv.Itoa(r.cfg.pool),
+			"-claim-ahead", strconv.Itoa(r.cfg.claimAhead),
 		}, i)
 		if err != nil {
 			return nil, err
@@ -195,7 +196,7 @@ func runWorkerProcess(ctx context.Context, cfg *config, in io.Reader, out io.Wri
 		return nil // the parent gave up before starting us
 	}
 	var started, completed atomic.Int64
-	ws, err := startWorkers(ctx, pool, "bench-"+strconv.Itoa(os.Getpid()), cfg.workers, 0, workerHooks{
+	ws, err := startWorkers(ctx, pool, "bench-"+strconv.Itoa(os.Getpid()), cfg.workers, cfg.claimAhead, workerHooks{
 		started:   func(benchJob) { started.Add(1) },
 		completed: func() { completed.Add(1) },
 	})
