@@ -49,6 +49,15 @@ func (s spread) rounded(places int) spread {
 	return spread{benchresult.Round(s.Median, places), benchresult.Round(s.Min, places), benchresult.Round(s.Max, places), s.N}
 }
 
+// roundedPtr is rounded for an optional figure: nil stays nil.
+func (s *spread) roundedPtr(places int) *spread {
+	if s == nil {
+		return nil
+	}
+	v := s.rounded(places)
+	return &v
+}
+
 // roundResults are the results of one scenario step, per system, round by round (nil for a
 // round in which the system failed).
 type roundResults struct {
@@ -248,23 +257,9 @@ func roundRatio(metric string, ours, theirs *result) (float64, bool) {
 func summaryLine(s stepSummary) ([]byte, error) {
 	systems := make([]systemSummary, len(s.Systems))
 	for i, ss := range s.Systems {
-		systems[i] = systemSummary{System: ss.System, JobsPerSec: ss.JobsPerSec.rounded(1)}
-		if ss.P50ms != nil {
-			v := ss.P50ms.rounded(3)
-			systems[i].P50ms = &v
-		}
-		if ss.P99ms != nil {
-			v := ss.P99ms.rounded(3)
-			systems[i].P99ms = &v
-		}
-		if ss.CPUMicros != nil {
-			v := ss.CPUMicros.rounded(1)
-			systems[i].CPUMicros = &v
-		}
-		if ss.WALBytes != nil {
-			v := ss.WALBytes.rounded(0)
-			systems[i].WALBytes = &v
-		}
+		systems[i] = systemSummary{System: ss.System, JobsPerSec: ss.JobsPerSec.rounded(1),
+			P50ms: ss.P50ms.roundedPtr(3), P99ms: ss.P99ms.roundedPtr(3),
+			CPUMicros: ss.CPUMicros.roundedPtr(1), WALBytes: ss.WALBytes.roundedPtr(0)}
 	}
 	ratios := make([]ratioSummary, len(s.Ratios))
 	for i, r := range s.Ratios {

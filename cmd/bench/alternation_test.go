@@ -310,6 +310,13 @@ func TestSummarizeCosts(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("ratios\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	line, err := summaryLine(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(line), `"server_cpu_us_per_job":{"median":35,"min":30,"max":40,"n":2}`) {
+		t.Errorf("summary line without skiplock's CPU per job: %s", line)
+	}
 	var b strings.Builder
 	if err := writeSummaries(&b, []stepSummary{sum}, []string{"skiplock", "river", "graphile-worker"}); err != nil {
 		t.Fatal(err)
