@@ -321,6 +321,15 @@ func TestClaimAheadDefault(t *testing.T) {
 		}
 	})
 
+	// A failing check counts as a limit: here the schema lacks jobs_queue_limited.
+	t.Run("NoneWhenTheCheckFails", func(t *testing.T) {
+		t.Parallel()
+		rec := drainWith(t, driver.QueueConfig{Slots: slots}, 2000, nil, "DROP FUNCTION jobs_queue_limited(text)")
+		if m := rec.maxAsked(); m > slots {
+			t.Errorf("without jobs_queue_limited a claim asked for %d jobs, more than the %d slots", m, slots)
+		}
+	})
+
 	t.Run("NoneWhenOff", func(t *testing.T) {
 		t.Parallel()
 		rec := drainWith(t, driver.QueueConfig{Slots: slots, ClaimAhead: driver.ClaimAheadOff}, 2000, nil, "")

@@ -56,6 +56,7 @@ type fetchLoop struct {
 	// What jobs_queue_limited said (askLimited); when it was asked and whether an error
 	// was logged (the watchLimits goroutine only, or before it starts).
 	limited      atomic.Bool
+	limitKnown   atomic.Bool // the first answer (or error) is in: nothing is claimed ahead before
 	limitAsked   time.Time
 	limitErrSeen bool
 
@@ -421,19 +422,21 @@ func (fl *fetchLoop) askLimited(ctx context.Context) {
 		}
 	}
 	fl.limited.Store(limited)
+	fl.limitKnown.Store(true)
 	if limited {
 		fl.ahead.Store(0) // at once, for the completer's claims too
 	}
 }
 
 // sizeAhead sets how many jobs the next claims may take beyond the free slots (fl.ahead):
-// none while the queue has a concurrency or rate limit (watchLimits), else the cap, or when
+// none while the queue has a concurrency or rate limit, or before watchLimits has first
+// asked, else the cap, or when
 // adaptive what the slots finish in ClaimAheadHorizon at the rate they finished jobs lately
 // (an average of samples at least claimAheadSample apart, each counting every job finished
 // since the one before), rounded up and at most the cap.
 func (fl *fetchLoop) sizeAhead() {
 	switch {
-	case fl.limited.Load():
+	case fl.limited.Load() || !fl.limitKnown.Load():
 		fl.ahead.Store(0)
 	case !fl.adaptive:
 		fl.ahead.Store(int64(fl.aheadCap))
