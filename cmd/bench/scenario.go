@@ -125,7 +125,7 @@ var scenarios = []scenario{
 			return r.workDrain(ctx, "limit_slots", r.cfg.workers, 0, &drainLimits{maxRunning: r.cfg.workers})
 		},
 		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
-			means: "drain of a queue with max_running = slots vs no limit (aim: at least 0.70)"},
+			means: "drain of a queue with max_running = slots vs no limit (aim: at least 0.85)"},
 	},
 	{
 		name: "limit_half",
