@@ -215,8 +215,8 @@ func FlushNotify(ctx context.Context) error {
 }
 
 // flush sends the notification of every queue (of pool, or of every pool when nil) with a
-// skipped enqueue that returned inside its open window; the window stays open, so
-// notifications stay at least a cooldown apart for the enqueues that follow.
+// skipped enqueue that returned inside its open window. The window stays open, so the
+// enqueues that follow still skip theirs; a flush adds at most one notification to it.
 func (t *notifyThrottle) flush(ctx context.Context, pool *pgxpool.Pool) error {
 	t.mu.Lock()
 	var owed []notifyKey

@@ -361,8 +361,11 @@ func TestNotifyThrottleSurvivesPoolClose(t *testing.T) {
 // the window ends, and after FlushNotify returns nothing is owed (FlushNotify again sends
 // nothing). Without it the job would wait the whole window (here 20s, standing in for a
 // process that exited and took the window's timer with it).
+//
+// Not parallel: FlushNotify is process-wide, so it would also send what the parallel
+// throttle tests' windows owe, a notification early inside their window, and those tests
+// count notifications per window.
 func TestFlushNotifySendsWhatTheThrottleOwes(t *testing.T) {
-	t.Parallel()
 	b := setup(t)
 	const cooldown = 20 * time.Second
 	started := make(chan int64, 10)
@@ -395,8 +398,8 @@ func TestFlushNotifySendsWhatTheThrottleOwes(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	before := len(counter.of("flushed"))
-	// FlushNotify is process-wide: a parallel test's pool may be gone by now, and its
-	// error is not this test's.
+	// An earlier test's pool, closed by now, may still owe a notification: its error is
+	// not this test's.
 	if err := driver.FlushNotify(t.Context()); err != nil && strings.Contains(err.Error(), `"flushed"`) {
 		t.Fatalf("FlushNotify: %v", err)
 	}
