@@ -91,6 +91,7 @@ func (cp *completer) add(ex *execution, dur time.Duration) {
 		return
 	}
 	cp.pending = append(cp.pending, completion{ex: ex, dur: dur})
+	ex.loop.owed.Add(1)
 	n := len(cp.pending)
 	cp.mu.Unlock()
 	if n == 1 {
@@ -111,6 +112,7 @@ func (cp *completer) run(ctx context.Context) {
 		cp.mu.Lock()
 		cp.closed = true
 		lost := len(cp.pending)
+		paid(cp.pending)
 		cp.pending = nil
 		cp.space.Broadcast()
 		cp.mu.Unlock()
@@ -169,6 +171,7 @@ func (cp *completer) flush(ctx context.Context) {
 		rest = rest[n:]
 	}
 	if len(rest) > 0 {
+		paid(rest)
 		cp.c.logger.Error("client stopped before completions could be recorded; those jobs run again after their lease expires",
 			slog.Int("jobs", len(rest)))
 	}
@@ -182,6 +185,7 @@ func (cp *completer) flush(ctx context.Context) {
 // send completes one batch, retrying connection errors, and reports the outcomes.
 func (cp *completer) send(ctx context.Context, batch []completion) {
 	c := cp.c
+	defer paid(batch)
 	cp.ids, cp.attempts = cp.ids[:0], cp.attempts[:0]
 	for _, cm := range batch {
 		cp.ids = append(cp.ids, cm.ex.row.ID)
@@ -191,7 +195,7 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 	mayHaveCommitted := false // a failed attempt may have committed before its reply was lost
 	for {
 		sent := time.Now()
-		err := cp.call(ctx)
+		err := cp.call(ctx, batch)
 		if err == nil {
 			if mayHaveCommitted && len(cp.done) < len(batch) {
 				cp.confirmEarlierCommit(ctx, batch, sent)
@@ -279,11 +283,11 @@ func (c *Client) reportCompletions(batch []completion, done map[int64]struct{}) 
 // call sends one batch, with a claim for a fetch loop that has free slots and reason to
 // claim (jobs_complete_and_claim) or else alone (jobs_complete_many), collects the
 // completed ids into cp.done and starts the jobs claimed.
-func (cp *completer) call(ctx context.Context) error {
+func (cp *completer) call(ctx context.Context, batch []completion) error {
 	clear(cp.done) // from an attempt that failed part way
 	qctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	fl, want, source := cp.claimFor()
+	fl, want, source := cp.claimFor(batch)
 	if fl == nil {
 		rows, err := cp.c.pool.Query(qctx, completeManySQL, cp.ids, cp.attempts)
 		if err != nil {
@@ -320,7 +324,7 @@ func (cp *completer) call(ctx context.Context) error {
 			cp.plainOnly = true
 			c.logger.Warn("cannot call jobs_complete_and_claim (run skiplock's migrations); completing without claiming",
 				slog.Any("error", err))
-			return cp.call(ctx)
+			return cp.call(ctx, batch)
 		}
 		return err
 	}
@@ -338,9 +342,10 @@ func (cp *completer) call(ctx context.Context) error {
 	return nil
 }
 
-// claimFor picks the fetch loop a batch claims for: the next one, round robin, that has
-// reason to claim and free slots, which it reserves (want). nil once shutdown has begun.
-func (cp *completer) claimFor() (fl *fetchLoop, want int, source WakeSource) {
+// claimFor picks the fetch loop batch claims for: the next one, round robin, that has
+// reason to claim and room, counting the slots the batch's own completions free, which it
+// reserves (want). nil once shutdown has begun.
+func (cp *completer) claimFor(batch []completion) (fl *fetchLoop, want int, source WakeSource) {
 	c := cp.c
 	if cp.plainOnly || c.stoppingClaims() {
 		return nil, 0, 0
@@ -352,12 +357,30 @@ func (cp *completer) claimFor() (fl *fetchLoop, want int, source WakeSource) {
 		if s == 0 || !fl.slotFree() {
 			continue
 		}
-		if want := fl.reserve(); want > 0 {
+		freeing := 0
+		for _, cm := range batch {
+			if cm.ex.loop == fl {
+				freeing++
+			}
+		}
+		if want := fl.reserve(freeing); want > 0 {
 			cp.next = (cp.next + i + 1) % len(loops)
 			return fl, want, s
 		}
 	}
 	return nil, 0, 0
+}
+
+// paid tells the loops of batch that its completions are no longer owed: sent, or given
+// up on (the server gets the jobs back when their lease expires).
+func paid(batch []completion) {
+	for i := 0; i < len(batch); {
+		fl, n := batch[i].ex.loop, 0
+		for ; i < len(batch) && batch[i].ex.loop == fl; i++ {
+			n++
+		}
+		fl.paid(n)
+	}
 }
 
 func signal(ch chan struct{}) {

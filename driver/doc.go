@@ -144,6 +144,13 @@
 // transaction holds (an operator changing the limit, another claim), so completions are
 // never held back behind it, and the fetch loop then claims the queue with its own call.
 //
+// A queue with a concurrency or rate limit is claimed as the server counts its running jobs:
+// a job that finished well holds its slot on the server until its completion commits, so
+// the fetch loop leaves such slots to the batch that carries those completions, whose claim
+// takes them over in the same commit. Claims beyond what the limit grants, which would come
+// back short and leave the loop waiting for a notification, so do not happen while the
+// client is alone on the queue and its slots are within the limit.
+//
 // # Claiming ahead
 //
 // A claim may take jobs beyond the free slots into a buffer, so that a worker that finishes

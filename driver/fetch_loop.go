@@ -31,10 +31,16 @@ type fetchLoop struct {
 	ahead    atomic.Int64
 	finished atomic.Int64
 
-	active atomic.Int64    // jobs claimed and not yet finished
-	wake   chan struct{}   // a notification arrived (size 1: wake-ups coalesce)
-	freed  chan struct{}   // a slot was freed (size 1)
-	idle   chan *execution // hands a job to an idle worker goroutine (unbuffered)
+	active atomic.Int64 // jobs claimed and not yet finished
+	// owed counts the jobs that finished well and wait in the completer for their
+	// completion to commit: the server still counts them running. For a limited queue the
+	// loop's own claims leave their slots alone (room), since a claim beyond the server's
+	// limit comes back short and leaves the loop waiting for a notification; the
+	// completer's claim takes them over as its completions free them (claimFor).
+	owed  atomic.Int64
+	wake  chan struct{}   // a notification arrived (size 1: wake-ups coalesce)
+	freed chan struct{}   // a slot was freed (size 1)
+	idle  chan *execution // hands a job to an idle worker goroutine (unbuffered)
 
 	mu      sync.Mutex
 	running map[int64]*execution // for heartbeats, buffered jobs included; guarded by mu
@@ -129,12 +135,13 @@ func (fl *fetchLoop) run(ctx context.Context) {
 			}
 			fl.sizeAhead()
 		}
-		if want && !time.Now().Before(holdUntil) {
+		holding := time.Now().Before(holdUntil)
+		if want && !holding {
 			fl.wantSource.Store(int32(source))
 		} else {
 			fl.wantSource.Store(0)
 		}
-		if want && fl.active.Load() < int64(fl.slots)+fl.ahead.Load() && fl.slotFree() && !time.Now().Before(holdUntil) {
+		if want && fl.room(fl.active.Load(), 0) > 0 && fl.slotFree() && !holding {
 			if cd := c.cfg.FetchCooldown; cd > 0 {
 				if wait := cd - time.Since(last); wait > 0 && !sleepCtx(ctx, wait) {
 					return
@@ -197,7 +204,7 @@ func (fl *fetchLoop) run(ctx context.Context) {
 // full, so the loop claims again once slots free up.
 func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, rateWait time.Duration, err error) {
 	c := fl.c
-	want := fl.reserve()
+	want := fl.reserve(0)
 	if want == 0 {
 		return true, 0, nil
 	}
@@ -241,20 +248,42 @@ func (fl *fetchLoop) claim(ctx context.Context, source WakeSource) (full bool, r
 	return false, fl.rateWait(qctx), nil
 }
 
-// reserve takes up to the batch size of the loop's free slots (and free places in the
-// claim-ahead buffer) for one claim, the loop's own or the completer's, and returns how
-// many (0 when none are free). They count as active until the claim's jobs finish;
-// unreserve gives back those the claim did not fill.
-func (fl *fetchLoop) reserve() int {
+// room is how many jobs a claim may take: the free slots and free places in the
+// claim-ahead buffer, less, for a limited queue, the slots whose jobs the completer still
+// owes the server (owed), of which the claim's own completions (freeing, for the
+// completer's claim) are not.
+func (fl *fetchLoop) room(active int64, freeing int) int64 {
+	n := int64(fl.slots) + fl.ahead.Load() - active
+	if fl.limited.Load() {
+		n -= fl.owed.Load() - int64(freeing)
+	}
+	return n
+}
+
+// reserve takes up to the batch size of room(freeing) for one claim, the loop's own
+// (freeing 0) or the completer's (freeing: the batch's completions of this queue), and
+// returns how many (0 when there is no room). They count as active until the claim's
+// jobs finish; unreserve gives back those the claim did not fill.
+func (fl *fetchLoop) reserve(freeing int) int {
 	for {
 		active := fl.active.Load()
-		n := min(int64(fl.slots)+fl.ahead.Load()-active, int64(fl.batch))
+		n := min(fl.room(active, freeing), int64(fl.batch))
 		if n <= 0 {
 			return 0
 		}
 		if fl.active.CompareAndSwap(active, active+n) {
 			return int(n)
 		}
+	}
+}
+
+// paid records that n completions the completer owed for this queue were sent (or given
+// up), and wakes the loop, which may have room again.
+func (fl *fetchLoop) paid(n int) {
+	fl.owed.Add(-int64(n))
+	select {
+	case fl.freed <- struct{}{}:
+	default:
 	}
 }
 
@@ -284,6 +313,7 @@ func (fl *fetchLoop) start(buf []JobRow, claimedAt time.Time) {
 	for i := range exs {
 		ex := &exs[i]
 		ex.row = buf[i]
+		ex.loop = fl
 		ex.leaseUntil.Store(leaseUntil)
 		ex.ctx, ex.cancel = context.WithCancelCause(c.jobsCtx)
 		ex.bufferedAt = claimedAt

@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -334,5 +335,33 @@ func TestCompletionsDoNotWaitForHeldQueueRow(t *testing.T) {
 	defer rec.mu.Unlock()
 	if len(rec.carrying) == 0 {
 		t.Error("no completion went out with a claim (jobs_complete_and_claim): the test did not exercise it")
+	}
+}
+
+// A queue whose max_running equals the client's slots, worked by that client alone, is
+// claimed as the server counts its running jobs: the fetch loop leaves alone the slots of
+// jobs that finished but whose completion the completer has not yet committed (the server
+// still counts them), and the completer's claim takes those slots over as its completions
+// free them. So no claim asks for more than the limit grants while the backlog lasts (such
+// a claim comes back short, often empty, and leaves the loop waiting for a notification:
+// the limited queue's serialisation this avoids); those at the drain's end find it gone.
+func TestLimitedQueueClaimsWhatTheServerGrants(t *testing.T) {
+	t.Parallel()
+	const slots, jobs = 10, 3000
+	rec := drainWith(t, driver.QueueConfig{Slots: slots}, jobs, nil,
+		fmt.Sprintf("SELECT jobs_set_concurrency('default', %d)", slots))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	short, got := 0, 0
+	for _, c := range rec.claims {
+		got += c.Claimed
+		// The last claims of the drain take what is left.
+		if c.Claimed < c.Asked && got < jobs-2*slots {
+			short++
+		}
+	}
+	t.Logf("%d claims, %d of them short of their ask while the backlog lasted", len(rec.claims), short)
+	if short > 5 {
+		t.Errorf("%d claims of the limited queue asked for more jobs than its limit granted while the backlog lasted, want at most 5", short)
 	}
 }

@@ -10,7 +10,8 @@ import (
 
 // execution is one claimed job on its way through a handler.
 type execution struct {
-	row JobRow
+	row  JobRow
+	loop *fetchLoop // the queue's loop that claimed it
 
 	ctx    context.Context // the handler's context, without the timeout
 	cancel context.CancelCauseFunc
