@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,6 +61,57 @@ func TestCompletionRetriedAfterConnectionLoss(t *testing.T) {
 	waitUntil(t, 10*time.Second, "job done", jobStateIs(t, b.pool, id, "done"))
 	if j := getJob(t, b.pool, id); j.Attempts != 1 {
 		t.Fatalf("job = %+v, want done at attempt 1", j)
+	}
+}
+
+// A completion waits up to CompleteBatchDelay for others to join its batch only while
+// other jobs run: the last running job's completion goes out at once. Here the delay is
+// 3 s and each job is alone, so each is done within a sixth of it. With two jobs
+// running, the first to finish waits for the second (which finishes 300 ms later), not for
+// the delay, and both go out in one batch.
+func TestLastRunningJobCompletesWithoutTheBatchDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var mu sync.Mutex
+	returned := map[int64]time.Time{}
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "job", func(ctx context.Context, job *driver.Job[struct{ SleepMS int }]) error {
+		time.Sleep(time.Duration(job.Payload.SleepMS) * time.Millisecond)
+		mu.Lock()
+		returned[job.ID] = time.Now()
+		mu.Unlock()
+		return nil
+	}, nil)
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 5}})
+	cfg.CompleteBatchDelay = 3 * time.Second
+	cfg.Lease = time.Minute // its heartbeat would flush the completion
+	startClient(t, b.pool, cfg)
+	const within = 500 * time.Millisecond
+	for range 3 {
+		id := mustEnqueue(t, b.pool, "job", map[string]int{"SleepMS": 0}, nil)
+		waitUntil(t, 10*time.Second, "job done", jobStateIs(t, b.pool, id, "done"))
+		mu.Lock()
+		took := time.Since(returned[id])
+		mu.Unlock()
+		if took > within {
+			t.Fatalf("job %d was done %s after its handler returned, want within %s (no other job was running)", id, took, within)
+		}
+	}
+	ids, err := driver.EnqueueMany(context.Background(), b.pool, []driver.EnqueueParams{
+		{Kind: "job", Payload: map[string]int{"SleepMS": 0}}, {Kind: "job", Payload: map[string]int{"SleepMS": 300}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		waitUntil(t, 10*time.Second, "job done", jobStateIs(t, b.pool, id, "done"))
+	}
+	var finished int
+	if err := b.pool.QueryRow(context.Background(),
+		"SELECT count(DISTINCT finished_at) FROM jobs WHERE id = ANY ($1)", ids).Scan(&finished); err != nil {
+		t.Fatal(err)
+	}
+	if finished != 1 {
+		t.Errorf("the two jobs were completed in %d transactions, want 1 (the first waits for the second)", finished)
 	}
 }
 

@@ -102,7 +102,10 @@ func (fl *fetchLoop) finish(ex *execution) *execution {
 	fl.busy--
 	next := fl.popBuffered()
 	fl.mu.Unlock()
-	fl.active.Add(-1)
+	if fl.active.Add(-1) == 0 && fl.c.running() == 0 {
+		// The last running job: its completion need not wait for others (completer.run).
+		signal(fl.c.completer.full)
+	}
 	fl.finished.Add(1)
 	select {
 	case fl.freed <- struct{}{}:
