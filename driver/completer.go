@@ -13,9 +13,9 @@ import (
 
 // completer batches the completions of successful jobs into jobs_complete_many calls: a
 // batch goes out CompleteBatchDelay after its first completion, or at once when
-// CompleteBatchSize are pending or the last running job finishes (no claim in flight
-// either), and one batch is in flight at a time, so under load the batches grow with the
-// round trip time. A batch that fails because the connection died is
+// CompleteBatchSize are pending or the last running job of a limited queue finishes (see
+// fetchLoop.finish), and one batch is in flight at a time, so under load the batches grow
+// with the round trip time. A batch that fails because the connection died is
 // retried (the calls are fenced, so repeating one is safe) until it succeeds or Run
 // abandons database calls at the end of shutdown.
 //
@@ -131,9 +131,7 @@ func (cp *completer) run(ctx context.Context) {
 			cp.flush(ctx)
 			return
 		}
-		// Waiting gains nothing when no job is running or being claimed: no completion can
-		// join the batch before it goes.
-		if cp.delay > 0 && cp.size() < cp.batchSize && cp.c.running() > 0 {
+		if cp.delay > 0 && cp.size() < cp.batchSize {
 			timer.Reset(cp.delay)
 			select {
 			case <-cp.full:

@@ -64,14 +64,16 @@ func TestCompletionRetriedAfterConnectionLoss(t *testing.T) {
 	}
 }
 
-// A completion waits up to CompleteBatchDelay for others to join its batch only while
-// other jobs run: the last running job's completion goes out at once. Here the delay is
-// 3 s and each job is alone, so each is done within a sixth of it. With two jobs
-// running, the first to finish waits for the second (which finishes 300 ms later), not for
-// the delay, and both go out in one batch.
-func TestLastRunningJobCompletesWithoutTheBatchDelay(t *testing.T) {
+// A limited queue's completion waits up to CompleteBatchDelay for others to join its batch
+// only while other jobs run: the last running job's completion goes out at once, since the
+// server holds its slot until then. Here the delay is 3 s and each job is alone, so each is
+// done within a sixth of it. With two jobs running, the first to finish waits for the second
+// (which finishes 300 ms later), not for the delay, and both go out in one batch. An
+// unlimited queue's lone completion waits the delay (batched completions cost fewer commits).
+func TestLastRunningJobOfALimitedQueueCompletesWithoutTheBatchDelay(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	mustExecPool(t, b, "SELECT jobs_set_concurrency('default', 5)")
 	var mu sync.Mutex
 	returned := map[int64]time.Time{}
 	hs := driver.NewHandlers()
@@ -112,6 +114,17 @@ func TestLastRunningJobCompletesWithoutTheBatchDelay(t *testing.T) {
 	}
 	if finished != 1 {
 		t.Errorf("the two jobs were completed in %d transactions, want 1 (the first waits for the second)", finished)
+	}
+
+	mustExecPool(t, b, "SELECT jobs_set_concurrency('default', NULL)")
+	time.Sleep(cfg.PollInterval + 200*time.Millisecond) // the client asks jobs_queue_limited again
+	id := mustEnqueue(t, b.pool, "job", map[string]int{"SleepMS": 0}, nil)
+	waitUntil(t, 10*time.Second, "job done", jobStateIs(t, b.pool, id, "done"))
+	mu.Lock()
+	took := time.Since(returned[id])
+	mu.Unlock()
+	if took < 2*time.Second {
+		t.Errorf("a job of an unlimited queue was done %s after its handler returned, want the batch delay (3 s)", took)
 	}
 }
 

@@ -123,9 +123,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 
 	// CompleteBatchDelay is the longest a finished job waits before its completion is sent
-	// in a jobs_complete_many batch; it does not wait once no other job of the client is
-	// running or being claimed. -1 sends each batch as soon as the previous one returned.
-	// Defaults to CompleteBatchDelayDefault.
+	// in a jobs_complete_many batch. The last running job of a queue with a concurrency or
+	// rate limit does not wait when no other job of the client is running or being claimed
+	// (its slot is free on the server only once its completion commits). -1 sends each batch
+	// as soon as the previous one returned. Defaults to CompleteBatchDelayDefault.
 	CompleteBatchDelay time.Duration
 
 	// CompleteBatchSize is the number of pending completions that sends a batch without
