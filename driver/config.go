@@ -189,7 +189,7 @@ type QueueConfig struct {
 	// buffer, so that a slot that frees starts its next job at once, without a round
 	// trip. By default how many adapts to the queue: what its slots finish in
 	// ClaimAheadHorizon at the rate they finished jobs lately (none while the queue is idle,
-	// a job or two when its jobs are slow, up to Slots in a drain of short jobs). None at
+	// a job or two when its jobs are slow, up to four times Slots in a drain of short jobs). None at
 	// all while the queue has a concurrency or rate limit (jobs_queue_limited, asked at
 	// start and once per PollInterval), where a buffered job would hold one of its slots or
 	// spend one of its starts without running. Jobs are claimed ahead only while a slot is
@@ -201,7 +201,7 @@ type QueueConfig struct {
 	// rule: queued again at once, its attempt not spent (max_attempts + 1), and the next
 	// claim gives it a new attempt number.
 	//
-	// Defaults to 0: adaptive, at most Slots. A positive value claims that many ahead
+	// Defaults to 0: adaptive, at most 4 × Slots. A positive value claims that many ahead
 	// whenever a slot is free, however fast the queue's jobs finish (except on a limited
 	// queue). ClaimAheadOff (-1) claims only free slots. At most BatchSizeMax.
 	ClaimAhead int
@@ -214,8 +214,8 @@ const ClaimAheadOff = -1
 
 // ClaimAheadHorizon is how far ahead a queue claims (QueueConfig.ClaimAhead): the jobs its
 // slots finish in this long at their recent rate, so the buffer covers a claim's round trip
-// and the fetch cooldown in a drain, and holds at most a job or two of a queue of slow jobs.
-const ClaimAheadHorizon = 10 * time.Millisecond
+// and the fetch cooldown in a drain, and holds a few jobs of a queue of slow jobs.
+const ClaimAheadHorizon = 20 * time.Millisecond
 
 // ClaimAheadTTL is the longest a job claimed ahead (QueueConfig.ClaimAhead) waits in the
 // buffer before it is given back; it is checked when the fetch loop wakes (at least every
@@ -262,7 +262,7 @@ func (c *Config) validate() (*Config, error) {
 		}
 		switch q.ClaimAhead {
 		case 0:
-			q.ClaimAhead, q.claimAheadAdaptive = min(q.Slots, BatchSizeMax), true
+			q.ClaimAhead, q.claimAheadAdaptive = min(4*q.Slots, BatchSizeMax), true
 		case ClaimAheadOff:
 			q.ClaimAhead = 0
 		}

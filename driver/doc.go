@@ -156,7 +156,7 @@
 // A claim may take jobs beyond the free slots into a buffer, so that a worker that finishes
 // starts its next job without a round trip ([QueueConfig.ClaimAhead]). By default how many
 // follows the queue: what its slots finish in [ClaimAheadHorizon] at the rate they finished
-// jobs lately, at most Slots: a drain of short jobs buffers up to a claim's worth, a queue
+// jobs lately, at most four times Slots: a drain of short jobs buffers up to a claim's worth, a queue
 // of slow jobs a job or two, an idle queue none. A queue with a concurrency or rate limit
 // never claims ahead (the client asks jobs_queue_limited at start and once per
 // PollInterval): a buffered job would hold one of its slots, or spend one of its starts,
