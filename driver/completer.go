@@ -13,8 +13,8 @@ import (
 
 // completer batches the completions of successful jobs into jobs_complete_many calls: a
 // batch goes out CompleteBatchDelay after its first completion, or at once when
-// CompleteBatchSize are pending or the last running job of a limited queue finishes (see
-// fetchLoop.finish), and one batch is in flight at a time, so under load the batches grow
+// CompleteBatchSize are pending or, with a limited queue's completion pending, nothing runs
+// or is being claimed (limitedIdle), and one batch is in flight at a time, so under load the batches grow
 // with the round trip time. A batch that fails because the connection died is
 // retried (the calls are fenced, so repeating one is safe) until it succeeds or Run
 // abandons database calls at the end of shutdown.
@@ -46,6 +46,7 @@ type completer struct {
 
 	first   chan struct{} // pending became non-empty (size 1)
 	full    chan struct{} // pending reached batchSize (size 1)
+	idle    chan struct{} // a limited queue has nothing running or being claimed (size 1)
 	closing chan struct{} // close was called: flush everything and return
 
 	ids      []int64
@@ -71,6 +72,7 @@ func newCompleter(c *Client, totalSlots int) *completer {
 		limit:     max(2*totalSlots, 4*BatchSizeMax),
 		first:     make(chan struct{}, 1),
 		full:      make(chan struct{}, 1),
+		idle:      make(chan struct{}, 1),
 		closing:   make(chan struct{}),
 		done:      make(map[int64]struct{}),
 	}
@@ -133,10 +135,17 @@ func (cp *completer) run(ctx context.Context) {
 		}
 		if cp.delay > 0 && cp.size() < cp.batchSize {
 			timer.Reset(cp.delay)
-			select {
-			case <-cp.full:
-			case <-timer.C:
-			case <-cp.closing:
+		wait:
+			for !cp.limitedIdle() {
+				select {
+				case <-cp.full:
+					break wait
+				case <-timer.C:
+					break wait
+				case <-cp.closing:
+					break wait
+				case <-cp.idle: // look again
+				}
 			}
 			timer.Stop()
 		}
@@ -149,6 +158,25 @@ func (cp *completer) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// limitedIdle reports whether a pending completion is of a limited queue and nothing of
+// the client runs or is being claimed. Then the batch goes without waiting for
+// CompleteBatchDelay: no other completion can join it, and the server holds the queue's
+// slots until it commits. Other queues' completions keep waiting: batched, they cost fewer
+// commits.
+func (cp *completer) limitedIdle() bool {
+	if cp.c.running() > 0 {
+		return false
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	for _, cm := range cp.pending {
+		if cm.ex.loop.limited.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 func (cp *completer) size() int {

@@ -107,6 +107,12 @@ func TestLastRunningJobOfALimitedQueueCompletesWithoutTheBatchDelay(t *testing.T
 	for _, id := range ids {
 		waitUntil(t, 10*time.Second, "job done", jobStateIs(t, b.pool, id, "done"))
 	}
+	mu.Lock()
+	took := time.Since(returned[ids[1]])
+	mu.Unlock()
+	if took > within {
+		t.Errorf("the second job was done %s after its handler returned, want within %s (then nothing ran)", took, within)
+	}
 	var finished int
 	if err := b.pool.QueryRow(context.Background(),
 		"SELECT count(DISTINCT finished_at) FROM jobs WHERE id = ANY ($1)", ids).Scan(&finished); err != nil {
@@ -121,7 +127,7 @@ func TestLastRunningJobOfALimitedQueueCompletesWithoutTheBatchDelay(t *testing.T
 	id := mustEnqueue(t, b.pool, "job", map[string]int{"SleepMS": 0}, nil)
 	waitUntil(t, 10*time.Second, "job done", jobStateIs(t, b.pool, id, "done"))
 	mu.Lock()
-	took := time.Since(returned[id])
+	took = time.Since(returned[id])
 	mu.Unlock()
 	if took < 2*time.Second {
 		t.Errorf("a job of an unlimited queue was done %s after its handler returned, want the batch delay (3 s)", took)

@@ -292,10 +292,19 @@ func (fl *fetchLoop) unreserve(n int) {
 	if n <= 0 {
 		return
 	}
-	fl.active.Add(-int64(n))
+	fl.activeDown(int64(n))
 	select {
 	case fl.freed <- struct{}{}:
 	default:
+	}
+}
+
+// activeDown takes n off the active count (a job finished, or reserved slots a claim did
+// not fill). When that leaves a limited queue with nothing running or being claimed, it
+// tells the completer, which may then send without waiting (completer.limitedIdle).
+func (fl *fetchLoop) activeDown(n int64) {
+	if fl.active.Add(-n) == 0 && fl.limited.Load() {
+		signal(fl.c.completer.idle)
 	}
 }
 

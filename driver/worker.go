@@ -102,13 +102,7 @@ func (fl *fetchLoop) finish(ex *execution) *execution {
 	fl.busy--
 	next := fl.popBuffered()
 	fl.mu.Unlock()
-	if fl.active.Add(-1) == 0 && fl.limited.Load() && fl.c.running() == 0 {
-		// The last running job, and of a limited queue: the server holds its slot until
-		// its completion commits, and no other completion can join the batch (nothing runs
-		// or is being claimed), so the batch goes without waiting for CompleteBatchDelay.
-		// Other queues' completions keep waiting: batched, they cost fewer commits.
-		signal(fl.c.completer.full)
-	}
+	fl.activeDown(1)
 	fl.finished.Add(1)
 	select {
 	case fl.freed <- struct{}{}:
