@@ -13,10 +13,16 @@
 {{ template "functions/_jobs_check_fence_arrays.sql" . }}
 {{ template "functions/_jobs_check_bulk_args.sql" . }}
 {{ template "functions/_jobs_completion_deletes.sql" . }}
+{{ template "functions/_jobs_claims_release.sql" . }}
+{{ template "functions/_jobs_queued_sync.sql" . }}
+{{ template "functions/_jobs_unique_key_sync.sql" . }}
+{{ template "functions/_jobs_dead_cancelled_sync.sql" . }}
+{{ template "functions/_jobs_truncate_sync.sql" . }}
 {{ template "functions/jobs_backoff.sql" . }}
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
 {{ template "functions/jobs_notify.sql" . }}
+{{ template "functions/_jobs_claim_take.sql" . }}
 {{ template "functions/_jobs_claim_limited.sql" . }}
 {{ template "functions/jobs_claim.sql" . }}
 {{ template "functions/jobs_complete.sql" . }}

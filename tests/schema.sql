@@ -146,6 +146,7 @@ COMMENT ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], a
 CREATE FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean DEFAULT false, freed_queues text[] DEFAULT '{}'::text[], freed_slots integer[] DEFAULT '{}'::integer[]) RETURNS SETOF skiplock.jobs_claimed
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
+    SET enable_bitmapscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -155,20 +156,21 @@ DECLARE
     v_at          timestamptz;
     v_limited     text[]        := '{}';
     v_rate_queues text[]        := '{}';
-    -- Candidates of the limited queues, each queue within its budget.
+    -- Candidates of the limited queues, each queue within its budget: their jobs_queued rows.
+    v_rows        tid[]         := '{}';
     v_ids         bigint[]      := '{}';
     v_pris        integer[]     := '{}';
     v_run_ats     timestamptz[] := '{}';
     -- Keyed and unkeyed candidates of one per_key queue.
+    v_krows       tid[];
     v_kids        bigint[];
     v_kpris       integer[];
     v_kruns       timestamptz[];
+    v_urows       tid[];
     v_uids        bigint[];
     v_upris       integer[];
     v_uruns       timestamptz[];
     v_n           integer;
-    -- The login claiming, recorded as each job's lease_role (see jobs_claim).
-    v_login       regrole       := to_regrole(quote_ident(session_user));
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
     IF _jobs_claim_limited.skip_locked_queues THEN
@@ -206,8 +208,7 @@ BEGIN
         v_budget := _jobs_claim_limited.max_jobs;
         IF v_q.max_running IS NOT NULL THEN
             v_budget := least(v_budget, v_q.max_running - (
-                SELECT count(*)::integer FROM jobs j
-                WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
+                SELECT coalesce(sum(c.running), 0)::integer FROM jobs_claims c WHERE c.queue = v_q.queue));
         END IF;
         IF v_q.max_starts IS NOT NULL THEN
             -- Starts are logged at now(), which is not monotonic across claims (a claim's
@@ -231,65 +232,73 @@ BEGIN
         CONTINUE WHEN v_budget <= 0;
 
         IF v_q.per_key IS NULL THEN
-            SELECT v_ids || coalesce(array_agg(c.id), '{}'),
+            SELECT v_rows || coalesce(array_agg(c.row), '{}'),
+                   v_ids || coalesce(array_agg(c.id), '{}'),
                    v_pris || coalesce(array_agg(c.priority), '{}'),
                    v_run_ats || coalesce(array_agg(c.run_at), '{}')
-            INTO v_ids, v_pris, v_run_ats
-            FROM (SELECT j.id, j.priority, j.run_at
-                  FROM jobs j
-                  WHERE j.state = 'queued'
-                    AND j.queue = v_q.queue
-                    AND j.run_at <= now()
-                  ORDER BY j.priority, j.run_at, j.id
+            INTO v_rows, v_ids, v_pris, v_run_ats
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.queue = v_q.queue
+                    AND q.run_at <= now()
+                  ORDER BY q.priority, q.run_at, q.id
                   LIMIT v_budget
-                  FOR NO KEY UPDATE SKIP LOCKED) c;
+                  FOR UPDATE SKIP LOCKED) c;
             CONTINUE;
         END IF;
 
         -- per_key: the best jobs of every key with room (a skip scan of jobs_ready_key_idx
         -- finds the keys), then the best v_budget of those.
         WITH RECURSIVE keys AS (
-            (SELECT j.concurrency_key AS key
-             FROM jobs j
-             WHERE j.state = 'queued' AND j.queue = v_q.queue AND j.concurrency_key IS NOT NULL
-             ORDER BY j.concurrency_key
+            (SELECT q.concurrency_key AS key
+             FROM jobs_queued q
+             WHERE q.queue = v_q.queue AND q.concurrency_key IS NOT NULL
+             ORDER BY q.concurrency_key
              LIMIT 1)
             UNION ALL
-            SELECT (SELECT j.concurrency_key
-                    FROM jobs j
-                    WHERE j.state = 'queued' AND j.queue = v_q.queue AND j.concurrency_key > k.key
-                    ORDER BY j.concurrency_key
+            SELECT (SELECT q.concurrency_key
+                    FROM jobs_queued q
+                    WHERE q.queue = v_q.queue AND q.concurrency_key > k.key
+                    ORDER BY q.concurrency_key
                     LIMIT 1)
             FROM keys k
             WHERE k.key IS NOT NULL
         ), running AS (
+            -- The queue's jobs listed by its claims and still running under them.
             SELECT j.concurrency_key AS key, count(*)::integer AS n
-            FROM jobs j
-            WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL AND j.concurrency_key IS NOT NULL
+            FROM jobs_claims c
+            CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+            -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
+            -- the planner from joining the tables another way).
+            CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
+            WHERE c.queue = v_q.queue
+              AND j.claim_id = c.claim_id
+              AND j.state = 'running'
+              AND j.concurrency_key IS NOT NULL
             GROUP BY j.concurrency_key
         ), picked AS (
-            SELECT c.id, c.priority, c.run_at
+            SELECT c.row, c.id, c.priority, c.run_at
             FROM keys k
             LEFT JOIN running r ON r.key = k.key
             CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.run_at
-                FROM jobs j
-                WHERE j.state = 'queued'
-                  AND j.queue = v_q.queue
-                  AND j.concurrency_key = k.key
-                  AND j.run_at <= now()
-                ORDER BY j.priority, j.run_at, j.id
+                SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                FROM jobs_queued q
+                WHERE q.queue = v_q.queue
+                  AND q.concurrency_key = k.key
+                  AND q.run_at <= now()
+                ORDER BY q.priority, q.run_at, q.id
                 LIMIT greatest(0, least(v_budget, v_q.per_key - coalesce(r.n, 0)))
-                FOR NO KEY UPDATE SKIP LOCKED
+                FOR UPDATE SKIP LOCKED
             ) c
             WHERE k.key IS NOT NULL
             ORDER BY c.priority, c.run_at, c.id
             LIMIT v_budget
         )
-        SELECT coalesce(array_agg(p.id ORDER BY p.priority, p.run_at, p.id), '{}'),
+        SELECT coalesce(array_agg(p.row ORDER BY p.priority, p.run_at, p.id), '{}'),
+               coalesce(array_agg(p.id ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.priority ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.run_at ORDER BY p.priority, p.run_at, p.id), '{}')
-        INTO v_kids, v_kpris, v_kruns
+        INTO v_krows, v_kids, v_kpris, v_kruns
         FROM picked p;
 
         -- Jobs without a key: only those ahead of the last keyed candidate can make the
@@ -297,51 +306,49 @@ BEGIN
         -- statements, so that the bound is an index condition, not a filter).
         v_n := cardinality(v_kids);
         IF v_n >= v_budget THEN
-            SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
-            INTO v_uids, v_upris, v_uruns
-            FROM (SELECT j.id, j.priority, j.run_at
-                  FROM jobs j
-                  WHERE j.id = ANY (ARRAY(
-                          SELECT s.id
-                          FROM (SELECT j2.id, j2.concurrency_key
-                                FROM jobs j2
-                                WHERE j2.state = 'queued'
-                                  AND j2.queue = v_q.queue
-                                  AND j2.run_at <= now()
-                                  AND (j2.priority, j2.run_at, j2.id) < (v_kpris[v_n], v_kruns[v_n], v_kids[v_n])
-                                ORDER BY j2.priority, j2.run_at, j2.id
+            SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                   coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_urows, v_uids, v_upris, v_uruns
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.ctid = ANY (ARRAY(
+                          SELECT s.row
+                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
+                                FROM jobs_queued q2
+                                WHERE q2.queue = v_q.queue
+                                  AND q2.run_at <= now()
+                                  AND (q2.priority, q2.run_at, q2.id) < (v_kpris[v_n], v_kruns[v_n], v_kids[v_n])
+                                ORDER BY q2.priority, q2.run_at, q2.id
                                 LIMIT v_budget + 100) s
                           WHERE s.concurrency_key IS NULL
                           LIMIT v_budget))
-                    AND j.state = 'queued'
-                    AND j.run_at <= now()
-                  FOR NO KEY UPDATE SKIP LOCKED) c;
+                  FOR UPDATE SKIP LOCKED) c;
         ELSE
-            SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
-            INTO v_uids, v_upris, v_uruns
-            FROM (SELECT j.id, j.priority, j.run_at
-                  FROM jobs j
-                  WHERE j.id = ANY (ARRAY(
-                          SELECT s.id
-                          FROM (SELECT j2.id, j2.concurrency_key
-                                FROM jobs j2
-                                WHERE j2.state = 'queued'
-                                  AND j2.queue = v_q.queue
-                                  AND j2.run_at <= now()
-                                ORDER BY j2.priority, j2.run_at, j2.id
+            SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                   coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_urows, v_uids, v_upris, v_uruns
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.ctid = ANY (ARRAY(
+                          SELECT s.row
+                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
+                                FROM jobs_queued q2
+                                WHERE q2.queue = v_q.queue
+                                  AND q2.run_at <= now()
+                                ORDER BY q2.priority, q2.run_at, q2.id
                                 LIMIT v_budget + 100) s
                           WHERE s.concurrency_key IS NULL))
-                    AND j.state = 'queued'
-                    AND j.run_at <= now()
-                  FOR NO KEY UPDATE SKIP LOCKED) c;
+                  FOR UPDATE SKIP LOCKED) c;
         END IF;
 
-        SELECT v_ids || coalesce(array_agg(u.id), '{}'),
+        SELECT v_rows || coalesce(array_agg(u.row), '{}'),
+               v_ids || coalesce(array_agg(u.id), '{}'),
                v_pris || coalesce(array_agg(u.priority), '{}'),
                v_run_ats || coalesce(array_agg(u.run_at), '{}')
-        INTO v_ids, v_pris, v_run_ats
-        FROM (SELECT t.id, t.priority, t.run_at
-              FROM unnest(v_kids || v_uids, v_kpris || v_upris, v_kruns || v_uruns) AS t(id, priority, run_at)
+        INTO v_rows, v_ids, v_pris, v_run_ats
+        FROM (SELECT t.row, t.id, t.priority, t.run_at
+              FROM unnest(v_krows || v_urows, v_kids || v_uids, v_kpris || v_upris, v_kruns || v_uruns)
+                   AS t(row, id, priority, run_at)
               ORDER BY t.priority, t.run_at, t.id
               LIMIT v_budget) u;
     END LOOP;
@@ -361,69 +368,107 @@ BEGIN
             ORDER BY q.queue
         LOOP
             v_budget := least(_jobs_claim_limited.max_jobs, v_q.n, v_q.max_running - (
-                SELECT count(*)::integer FROM jobs j
-                WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
+                SELECT coalesce(sum(c.running), 0)::integer FROM jobs_claims c WHERE c.queue = v_q.queue));
             CONTINUE WHEN v_budget <= 0;
-            SELECT v_ids || coalesce(array_agg(c.id), '{}'),
+            SELECT v_rows || coalesce(array_agg(c.row), '{}'),
+                   v_ids || coalesce(array_agg(c.id), '{}'),
                    v_pris || coalesce(array_agg(c.priority), '{}'),
                    v_run_ats || coalesce(array_agg(c.run_at), '{}')
-            INTO v_ids, v_pris, v_run_ats
-            FROM (SELECT j.id, j.priority, j.run_at
-                  FROM jobs j
-                  WHERE j.state = 'queued'
-                    AND j.queue = v_q.queue
-                    AND j.run_at <= now()
-                  ORDER BY j.priority, j.run_at, j.id
+            INTO v_rows, v_ids, v_pris, v_run_ats
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.queue = v_q.queue
+                    AND q.run_at <= now()
+                  ORDER BY q.priority, q.run_at, q.id
                   LIMIT v_budget
-                  FOR NO KEY UPDATE SKIP LOCKED) c;
+                  FOR UPDATE SKIP LOCKED) c;
         END LOOP;
     END IF;
 
     -- The other requested queues (every queue with queued jobs for queues NULL), minus the
     -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
-    RETURN QUERY
-    WITH RECURSIVE all_queues AS (
-        (SELECT j.queue FROM jobs j WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
-        UNION ALL
-        SELECT (SELECT j.queue FROM jobs j
-                WHERE j.state = 'queued' AND j.queue > a.queue
-                ORDER BY j.queue LIMIT 1)
-        FROM all_queues a
-        WHERE a.queue IS NOT NULL
-    ), wanted AS (
-        SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND _jobs_claim_limited.queues IS NULL
-        UNION
-        SELECT q.queue FROM unnest(_jobs_claim_limited.queues) AS q(queue)
-    ), unlimited AS (
-        SELECT w.queue
-        FROM wanted w
-        WHERE w.queue <> ALL (v_limited)
-          -- Not only paused ones: a queue with settings that this call did not lock (paused
-          -- when the loop looked and resumed since, or limited since) gives nothing now; the
-          -- resume's NOTIFY wakes the next claim, which takes the locked path.
-          AND NOT EXISTS (SELECT FROM jobs_queues q
-                          WHERE q.queue = w.queue
-                            AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL
-                                 OR q.max_starts IS NOT NULL))
-    ), candidates AS (
-        SELECT c.id, c.priority, c.run_at
-        FROM unlimited u
-        CROSS JOIN LATERAL (
-            SELECT j.id, j.priority, j.run_at
-            FROM jobs j
-            WHERE j.state = 'queued'
-              AND j.queue = u.queue
-              AND j.run_at <= now()
-            ORDER BY j.priority, j.run_at, j.id
-            LIMIT _jobs_claim_limited.max_jobs
-            FOR NO KEY UPDATE SKIP LOCKED
-        ) c
-        UNION ALL
-        SELECT t.id, t.priority, t.run_at FROM unnest(v_ids, v_pris, v_run_ats) AS t(id, priority, run_at)
-    ), picked AS (
-        SELECT c.id FROM candidates c
+    v_rows := ARRAY(
+        WITH RECURSIVE all_queues AS (
+            (SELECT q.queue FROM jobs_queued q ORDER BY q.queue LIMIT 1)
+            UNION ALL
+            SELECT (SELECT q.queue FROM jobs_queued q
+                    WHERE q.queue > a.queue
+                    ORDER BY q.queue LIMIT 1)
+            FROM all_queues a
+            WHERE a.queue IS NOT NULL
+        ), wanted AS (
+            SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND _jobs_claim_limited.queues IS NULL
+            UNION
+            SELECT w.queue FROM unnest(_jobs_claim_limited.queues) AS w(queue)
+        ), unlimited AS (
+            SELECT w.queue
+            FROM wanted w
+            WHERE w.queue <> ALL (v_limited)
+              -- Not only paused ones: a queue with settings that this call did not lock (paused
+              -- when the loop looked and resumed since, or limited since) gives nothing now; the
+              -- resume's NOTIFY wakes the next claim, which takes the locked path.
+              AND NOT EXISTS (SELECT FROM jobs_queues s
+                              WHERE s.queue = w.queue
+                                AND (s.paused OR s.max_running IS NOT NULL OR s.per_key IS NOT NULL
+                                     OR s.max_starts IS NOT NULL))
+        ), candidates AS (
+            SELECT c.row, c.id, c.priority, c.run_at
+            FROM unlimited u
+            CROSS JOIN LATERAL (
+                SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                FROM jobs_queued q
+                WHERE q.queue = u.queue
+                  AND q.run_at <= now()
+                ORDER BY q.priority, q.run_at, q.id
+                LIMIT _jobs_claim_limited.max_jobs
+                FOR UPDATE SKIP LOCKED
+            ) c
+            UNION ALL
+            SELECT t.row, t.id, t.priority, t.run_at
+            FROM unnest(v_rows, v_ids, v_pris, v_run_ats) AS t(row, id, priority, run_at)
+        )
+        SELECT c.row FROM candidates c
         ORDER BY c.priority, c.run_at, c.id
-        LIMIT _jobs_claim_limited.max_jobs
+        LIMIT _jobs_claim_limited.max_jobs);
+    RETURN QUERY
+    WITH claimed AS (
+        SELECT * FROM _jobs_claim_take(_jobs_claim_limited.worker, _jobs_claim_limited.lease, v_rows)
+    ), logged AS (
+        INSERT INTO jobs_queue_starts (queue, started_at)
+        SELECT c.queue, now()
+        FROM claimed c
+        WHERE c.queue = ANY (v_rate_queues)
+    )
+    SELECT * FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean, freed_queues text[], freed_slots integer[]) IS 'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
+
+CREATE FUNCTION skiplock._jobs_claim_take(worker text, lease interval, rows tid[]) RETURNS SETOF skiplock.jobs_claimed
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    -- The login claiming, recorded as each job's lease_role (see jobs_claim).
+    v_login regrole := to_regrole(quote_ident(session_user));
+BEGIN
+    IF cardinality(_jobs_claim_take.rows) = 0 THEN
+        RETURN;
+    END IF;
+    -- One statement: each is a round of planning and executor start-up, and a claim of one
+    -- job for an idle worker (its start latency) is mostly that.
+    RETURN QUERY
+    WITH taken AS (
+        -- A TID scan: the rows' places are known.
+        DELETE FROM jobs_queued q
+        WHERE q.ctid = ANY (_jobs_claim_take.rows)
+        RETURNING q.id, q.queue
+    ), claims AS (
+        -- One claim id per queue: a limited queue counts its running jobs by its own rows.
+        SELECT t.queue, nextval('jobs_claims_claim_id_seq') AS claim_id
+        FROM (SELECT DISTINCT taken.queue FROM taken) AS t
     ), claimed AS (
         UPDATE jobs j
         -- A job whose attempts are at the integer limit has no attempt number (fencing token)
@@ -431,25 +476,30 @@ BEGIN
         -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
         SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
             attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
-            lease_holder = CASE WHEN j.attempts < 2147483647 THEN _jobs_claim_limited.worker ELSE j.lease_holder END,
+            lease_holder = CASE WHEN j.attempts < 2147483647 THEN _jobs_claim_take.worker ELSE j.lease_holder END,
             lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
-            lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + _jobs_claim_limited.lease END,
+            lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + _jobs_claim_take.lease END,
             started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
             finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
             last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
             errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
                           ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
                                                                                 'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                                'worker', _jobs_claim_limited.worker)) END
-        -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
-        WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
+                                                                                'worker', _jobs_claim_take.worker)) END,
+            claim_id = CASE WHEN j.attempts < 2147483647 THEN c.claim_id ELSE j.claim_id END
+        FROM claims c
+        -- = ANY(ARRAY(...)) finds the rows through jobs_pkey, in id order.
+        WHERE j.id = ANY (ARRAY(SELECT taken.id FROM taken ORDER BY taken.id))
+          AND c.queue = j.queue
+          AND j.state = 'queued'
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                  j.lease_expires_at, j.created_at, j.meta, j.state
-    ), logged AS (
-        INSERT INTO jobs_queue_starts (queue, started_at)
-        SELECT c.queue, now()
+                  j.lease_expires_at, j.created_at, j.meta, j.state, j.claim_id
+    ), recorded AS (
+        INSERT INTO jobs_claims (claim_id, queue, expires_at, running, ids)
+        SELECT c.claim_id, c.queue, now() + _jobs_claim_take.lease, count(*), array_agg(c.id ORDER BY c.id)
         FROM claimed c
-        WHERE c.queue = ANY (v_rate_queues) AND c.state = 'running'
+        WHERE c.state = 'running'
+        GROUP BY c.claim_id, c.queue
     )
     SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
            c.lease_expires_at, c.created_at, c.meta
@@ -457,7 +507,35 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean, freed_queues text[], freed_slots integer[]) IS 'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';
+COMMENT ON FUNCTION skiplock._jobs_claim_take(worker text, lease interval, rows tid[]) IS 'skiplock (private): deletes the picked jobs_queued rows and leases their jobs, recording the claim in jobs_claims.';
+
+CREATE FUNCTION skiplock._jobs_claims_release(claim_ids bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+DECLARE
+    v_claim   record;
+    v_running integer;
+BEGIN
+    FOR v_claim IN
+        SELECT u.claim_id, count(*)::integer AS n
+        FROM unnest(_jobs_claims_release.claim_ids) AS u(claim_id)
+        WHERE u.claim_id IS NOT NULL
+        GROUP BY u.claim_id
+        ORDER BY u.claim_id
+    LOOP
+        UPDATE jobs_claims c
+        SET running = c.running - v_claim.n
+        WHERE c.claim_id = v_claim.claim_id
+        RETURNING c.running INTO v_running;
+        IF v_running <= 0 THEN
+            DELETE FROM jobs_claims c WHERE c.claim_id = v_claim.claim_id;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_claims_release(claim_ids bigint[]) IS 'skiplock (private): lowers the running counts of jobs_claims rows for jobs that left running, deleting rows that reach 0.';
 
 CREATE FUNCTION skiplock._jobs_completion_deletes() RETURNS boolean
     LANGUAGE sql STABLE
@@ -833,6 +911,24 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) IS 'skiplock (private): raises 22023 naming timezone unless PostgreSQL knows the zone.';
 
+CREATE FUNCTION skiplock._jobs_dead_cancelled_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND NEW.state NOT IN ('dead', 'cancelled')) THEN
+        DELETE FROM jobs_dead_cancelled d WHERE d.id = OLD.id;
+    ELSE
+        INSERT INTO jobs_dead_cancelled (id, state, queue, finished_at)
+        VALUES (NEW.id, NEW.state, NEW.queue, NEW.finished_at)
+        ON CONFLICT (id) DO UPDATE SET state = excluded.state, finished_at = excluded.finished_at;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_dead_cancelled_sync() IS 'skiplock (private): trigger keeping jobs_dead_cancelled in step with the dead and cancelled jobs.';
+
 CREATE FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'skiplock', 'pg_temp'
@@ -863,6 +959,54 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) IS 'skiplock (private): raises SQLSTATE 22023 naming the bad parameter.';
+
+CREATE FUNCTION skiplock._jobs_queued_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+BEGIN
+    IF OLD.state = 'queued' THEN
+        DELETE FROM jobs_queued q
+        WHERE (q.queue, q.priority, q.run_at, q.id) = (OLD.queue, OLD.priority, OLD.run_at, OLD.id);
+    END IF;
+    IF TG_OP = 'UPDATE' AND NEW.state = 'queued' THEN
+        INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+        VALUES (NEW.queue, NEW.priority, NEW.run_at, NEW.id, NEW.concurrency_key);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_queued_sync() IS 'skiplock (private): trigger keeping jobs_queued in step with jobs that become queued or change while queued.';
+
+CREATE FUNCTION skiplock._jobs_truncate_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+BEGIN
+    TRUNCATE jobs_queued, jobs_claims, jobs_unique_keys, jobs_dead_cancelled;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_truncate_sync() IS 'skiplock (private): trigger emptying the tables that list jobs when jobs is truncated.';
+
+CREATE FUNCTION skiplock._jobs_unique_key_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_OP = 'DELETE' OR NEW.state NOT IN ('queued', 'running') THEN
+        DELETE FROM jobs_unique_keys k
+        WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.id = OLD.id;
+    ELSE
+        INSERT INTO jobs_unique_keys (queue, unique_key, id) VALUES (NEW.queue, NEW.unique_key, NEW.id);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_unique_key_sync() IS 'skiplock (private): trigger keeping jobs_unique_keys in step with the live keyed jobs.';
 
 CREATE FUNCTION skiplock.jobs_backoff(attempt integer) RETURNS interval
     LANGUAGE plpgsql SECURITY DEFINER
@@ -898,9 +1042,25 @@ CREATE FUNCTION skiplock.jobs_cancel(id bigint) RETURNS boolean
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    v_state jobs_state;
+    v_claim bigint;
 BEGIN
     IF jobs_cancel.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
+    END IF;
+
+    -- A queued job leaves jobs_queued first: the order claims lock in. A claim holding the
+    -- row is waited for; the job is then running, and cancelled as such.
+    DELETE FROM jobs_queued q
+    WHERE (q.queue, q.priority, q.run_at, q.id) =
+          (SELECT j.queue, j.priority, j.run_at, j.id FROM jobs j WHERE j.id = jobs_cancel.id AND j.state = 'queued');
+
+    SELECT j.state, j.claim_id INTO v_state, v_claim
+    FROM jobs j
+    WHERE j.id = jobs_cancel.id
+    FOR NO KEY UPDATE;
+    IF v_state IS NULL OR v_state NOT IN ('queued', 'running') THEN
+        RETURN false;
     END IF;
 
     UPDATE jobs j
@@ -909,10 +1069,9 @@ BEGIN
         lease_expires_at = NULL,
         lease_role = NULL
     WHERE j.id = jobs_cancel.id
-      AND j.state IN ('queued', 'running')
     RETURNING j.queue INTO v_queue;
-    IF NOT FOUND THEN
-        RETURN false;
+    IF v_state = 'running' THEN
+        PERFORM _jobs_claims_release(ARRAY[v_claim]);
     END IF;
 
     -- A slot of a concurrency-limited queue may have come back (when the job was running):
@@ -933,6 +1092,7 @@ CREATE FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) RET
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    v_claim bigint;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -960,10 +1120,11 @@ BEGIN
       AND j.state = 'running'
       AND j.attempts = jobs_cancel.attempt
       AND (j.lease_role IS NULL OR j.lease_role = v_login)
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
     -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)
@@ -982,36 +1143,49 @@ CREATE FUNCTION skiplock.jobs_cancel_many(ids bigint[] DEFAULT NULL::bigint[], q
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_picked bigint[] := '{}';
-    v_count  integer;
-    v_woken  integer;
+    v_queued  bigint[] := '{}';
+    v_running bigint[] := '{}';
+    v_count   integer;
+    v_claims  bigint[];
+    v_queues  text[];
 BEGIN
     PERFORM _jobs_check_bulk_args('jobs_cancel_many', jobs_cancel_many.states, '{queued, running}',
                                   jobs_cancel_many.max_jobs);
 
-    -- Two reads, one per partial index (a single state IN (...) read could use neither).
+    -- Queued jobs leave jobs_queued first (the order claims lock in): their rows there are
+    -- taken SKIP LOCKED (a claim holding one gets the job) and deleted.
     IF 'queued' = ANY (jobs_cancel_many.states) THEN
-        v_picked := ARRAY(
-            SELECT j.id
+        WITH picked AS (
+            SELECT q.ctid AS row
             FROM jobs j
+            JOIN jobs_queued q ON (q.queue, q.priority, q.run_at, q.id) = (j.queue, j.priority, j.run_at, j.id)
             WHERE j.state = 'queued'
               AND (jobs_cancel_many.ids IS NULL OR j.id = ANY (jobs_cancel_many.ids))
               AND (jobs_cancel_many.queue IS NULL OR j.queue = jobs_cancel_many.queue)
               AND (jobs_cancel_many.kind IS NULL OR j.kind = jobs_cancel_many.kind)
             LIMIT jobs_cancel_many.max_jobs
-            FOR NO KEY UPDATE SKIP LOCKED);
+            FOR UPDATE OF q SKIP LOCKED
+        ), taken AS (
+            DELETE FROM jobs_queued q
+            WHERE q.ctid = ANY (ARRAY(SELECT picked.row FROM picked))
+            RETURNING q.id
+        )
+        SELECT coalesce(array_agg(taken.id), '{}') INTO v_queued FROM taken;
     END IF;
-    IF 'running' = ANY (jobs_cancel_many.states) AND cardinality(v_picked) < jobs_cancel_many.max_jobs THEN
-        v_picked := v_picked || ARRAY(
+    -- Running jobs: those listed by jobs_claims (of the queue) and still running, or the ids.
+    IF 'running' = ANY (jobs_cancel_many.states) AND cardinality(v_queued) < jobs_cancel_many.max_jobs THEN
+        v_running := ARRAY(
             SELECT j.id
             FROM jobs j
-            -- The running jobs, as jobs_running_lease_idx's predicate (jobs_lease_valid).
-            WHERE j.lease_expires_at IS NOT NULL
+            WHERE j.id = ANY (coalesce(jobs_cancel_many.ids,
+                                       ARRAY(SELECT u.id
+                                             FROM jobs_claims c
+                                             CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+                                             WHERE jobs_cancel_many.queue IS NULL OR c.queue = jobs_cancel_many.queue)))
               AND j.state = 'running'
-              AND (jobs_cancel_many.ids IS NULL OR j.id = ANY (jobs_cancel_many.ids))
               AND (jobs_cancel_many.queue IS NULL OR j.queue = jobs_cancel_many.queue)
               AND (jobs_cancel_many.kind IS NULL OR j.kind = jobs_cancel_many.kind)
-            LIMIT jobs_cancel_many.max_jobs - cardinality(v_picked)
+            LIMIT jobs_cancel_many.max_jobs - cardinality(v_queued)
             FOR NO KEY UPDATE SKIP LOCKED);
     END IF;
 
@@ -1023,18 +1197,23 @@ BEGIN
             finished_at = now(),
             lease_expires_at = NULL,
             lease_role = NULL
-        WHERE j.id = ANY (v_picked)
+        WHERE j.id = ANY (v_queued || v_running)
           AND j.state IN ('queued', 'running')
-        RETURNING j.queue
-    ), notified AS (
-        -- As jobs_cancel: slots of concurrency-limited queues may have come back, so wake
-        -- the workers waiting for one (once per queue).
-        SELECT pg_notify('jobs_ready', q.queue)
-        FROM jobs_queues q
-        WHERE q.queue IN (SELECT c.queue FROM cancelled c)
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL)
+        RETURNING j.id, j.queue, j.claim_id
     )
-    SELECT (SELECT count(*) FROM cancelled), (SELECT count(*) FROM notified) INTO v_count, v_woken;
+    SELECT count(*)::integer,
+           coalesce(array_agg(c.claim_id) FILTER (WHERE c.id = ANY (v_running)), '{}'),
+           coalesce(array_agg(DISTINCT c.queue), '{}')
+    INTO v_count, v_claims, v_queues
+    FROM cancelled c;
+    PERFORM _jobs_claims_release(v_claims);
+
+    -- As jobs_cancel: slots of concurrency-limited queues may have come back, so wake the
+    -- workers waiting for one (once per queue).
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = ANY (v_queues)
+      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
     RETURN v_count;
 END;
 $$;
@@ -1044,12 +1223,12 @@ COMMENT ON FUNCTION skiplock.jobs_cancel_many(ids bigint[], queue text, kind tex
 CREATE FUNCTION skiplock.jobs_claim(worker text, max_jobs integer DEFAULT 1, queues text[] DEFAULT NULL::text[], lease interval DEFAULT '00:05:00'::interval) RETURNS SETOF skiplock.jobs_claimed
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
+    SET enable_bitmapscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
-    -- The login claiming, recorded as each job's lease_role: session_user is the login even
-    -- inside this SECURITY DEFINER function and after SET ROLE (the fenced calls compare it).
-    v_login regrole := to_regrole(quote_ident(session_user));
+    -- The jobs_queued rows picked, locked until the transaction ends.
+    v_rows tid[];
 BEGIN
     IF jobs_claim.worker IS NULL OR jobs_claim.worker = '' OR octet_length(jobs_claim.worker) > 200 THEN
         PERFORM _jobs_invalid('jobs_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
@@ -1081,107 +1260,53 @@ BEGIN
 
     IF cardinality(jobs_claim.queues) = 1 THEN
         -- The common case, one queue: a single ordered range scan of jobs_ready_idx.
-        RETURN QUERY
-        WITH picked AS (
-            SELECT j.id
-            FROM jobs j
-            WHERE j.state = 'queued'
-              AND j.queue = jobs_claim.queues[array_lower(jobs_claim.queues, 1)]
-              AND j.run_at <= now()
-            ORDER BY j.priority, j.run_at, j.id
+        v_rows := ARRAY(
+            SELECT q.ctid
+            FROM jobs_queued q
+            WHERE q.queue = jobs_claim.queues[array_lower(jobs_claim.queues, 1)]
+              AND q.run_at <= now()
+            ORDER BY q.priority, q.run_at, q.id
             LIMIT jobs_claim.max_jobs
-            FOR NO KEY UPDATE SKIP LOCKED
-        ), claimed AS (
-            UPDATE jobs j
-            -- A job whose attempts are at the integer limit has no attempt number (fencing token)
-            -- left: it goes dead here, with the reason in last_error, instead of raising 22003
-            -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
-            SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
-                attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
-                lease_holder = CASE WHEN j.attempts < 2147483647 THEN jobs_claim.worker ELSE j.lease_holder END,
-                lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
-                lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + jobs_claim.lease END,
-                started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
-                finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
-                last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
-                errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                                    'worker', jobs_claim.worker)) END
-            -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
-            -- with picked may be planned as a hash join over a scan of the whole table.
-            WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
-            RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at, j.meta, j.state
-        )
-        SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
-               c.lease_expires_at, c.created_at, c.meta
-        FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
+            FOR UPDATE SKIP LOCKED);
     ELSE
         -- Several or all queues: take the best max_jobs of each queue (each an ordered scan of
         -- jobs_ready_idx), then the best max_jobs of those. For all queues the queue names come
         -- from a skip scan of the same index, one probe per queue that has queued jobs.
-        RETURN QUERY
-        WITH RECURSIVE all_queues AS (
-            (SELECT j.queue FROM jobs j WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
-            UNION ALL
-            SELECT (SELECT j.queue FROM jobs j
-                    WHERE j.state = 'queued' AND j.queue > a.queue
-                    ORDER BY j.queue LIMIT 1)
-            FROM all_queues a
-            WHERE a.queue IS NOT NULL
-        ), wanted AS (
-            SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND jobs_claim.queues IS NULL
-            UNION
-            SELECT q.queue FROM unnest(jobs_claim.queues) AS q(queue)
-        ), candidates AS (
-            SELECT c.id, c.priority, c.run_at
-            FROM wanted w
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.run_at
-                FROM jobs j
-                WHERE j.state = 'queued'
-                  AND j.queue = w.queue
-                  AND j.run_at <= now()
-                ORDER BY j.priority, j.run_at, j.id
-                LIMIT jobs_claim.max_jobs
-                FOR NO KEY UPDATE SKIP LOCKED
-            ) c
-        ), picked AS (
-            SELECT c.id FROM candidates c
+        v_rows := ARRAY(
+            WITH RECURSIVE all_queues AS (
+                (SELECT q.queue FROM jobs_queued q ORDER BY q.queue LIMIT 1)
+                UNION ALL
+                SELECT (SELECT q.queue FROM jobs_queued q
+                        WHERE q.queue > a.queue
+                        ORDER BY q.queue LIMIT 1)
+                FROM all_queues a
+                WHERE a.queue IS NOT NULL
+            ), wanted AS (
+                SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND jobs_claim.queues IS NULL
+                UNION
+                SELECT w.queue FROM unnest(jobs_claim.queues) AS w(queue)
+            ), candidates AS (
+                SELECT c.row, c.priority, c.run_at, c.id
+                FROM wanted w
+                CROSS JOIN LATERAL (
+                    SELECT q.ctid AS row, q.priority, q.run_at, q.id
+                    FROM jobs_queued q
+                    WHERE q.queue = w.queue
+                      AND q.run_at <= now()
+                    ORDER BY q.priority, q.run_at, q.id
+                    LIMIT jobs_claim.max_jobs
+                    FOR UPDATE SKIP LOCKED
+                ) c
+            )
+            SELECT c.row FROM candidates c
             ORDER BY c.priority, c.run_at, c.id
-            LIMIT jobs_claim.max_jobs
-        ), claimed AS (
-            UPDATE jobs j
-            -- A job whose attempts are at the integer limit has no attempt number (fencing token)
-            -- left: it goes dead here, with the reason in last_error, instead of raising 22003
-            -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
-            SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
-                attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
-                lease_holder = CASE WHEN j.attempts < 2147483647 THEN jobs_claim.worker ELSE j.lease_holder END,
-                lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
-                lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + jobs_claim.lease END,
-                started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
-                finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
-                last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
-                errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                                    'worker', jobs_claim.worker)) END
-            -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
-            -- with picked may be planned as a hash join over a scan of the whole table.
-            WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
-            RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at, j.meta, j.state
-        )
-        SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
-               c.lease_expires_at, c.created_at, c.meta
-        FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
+            LIMIT jobs_claim.max_jobs);
     END IF;
+    RETURN QUERY SELECT * FROM _jobs_claim_take(jobs_claim.worker, jobs_claim.lease, v_rows);
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) IS 'skiplock: leases up to max_jobs ready jobs (priority, run_at, id order; FOR NO KEY UPDATE SKIP LOCKED) to worker and returns them with their attempt (fencing token).';
+COMMENT ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) IS 'skiplock: leases up to max_jobs ready jobs (priority, run_at, id order; SKIP LOCKED) to worker and returns them with their attempt (fencing token).';
 
 CREATE FUNCTION skiplock.jobs_complete(id bigint, attempt integer) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1190,6 +1315,7 @@ CREATE FUNCTION skiplock.jobs_complete(id bigint, attempt integer) RETURNS boole
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    v_claim bigint;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -1209,7 +1335,7 @@ BEGIN
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
-        RETURNING j.queue INTO v_queue;
+        RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     ELSE
         UPDATE jobs j
         SET state = 'done',
@@ -1220,11 +1346,12 @@ BEGIN
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
-        RETURNING j.queue INTO v_queue;
+        RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     END IF;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
     -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)
@@ -1364,8 +1491,11 @@ CREATE FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) RE
 DECLARE
     v_pair   record;
     v_id     bigint;
+    v_ids    bigint[];
     v_queue  text;
     v_queues text[] := '{}';
+    v_claim  bigint;
+    v_claims bigint[] := '{}';
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -1386,14 +1516,16 @@ BEGIN
               AND j.attempts = v_pair.attempt
               AND j.state = 'running'
               AND (j.lease_role IS NULL OR j.lease_role = v_login)
-            RETURNING j.id, j.queue INTO v_id, v_queue;
+            RETURNING j.id, j.queue, j.claim_id INTO v_id, v_queue, v_claim;
             IF FOUND THEN
                 RETURN NEXT v_id;
+                v_claims := v_claims || v_claim;
                 IF v_queue <> ALL (v_queues) THEN
                     v_queues := v_queues || v_queue;
                 END IF;
             END IF;
         END LOOP;
+        PERFORM _jobs_claims_release(v_claims);
         -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
         PERFORM pg_notify('jobs_ready', q.queue)
         FROM jobs_queues q
@@ -1402,7 +1534,6 @@ BEGIN
         RETURN;
     END IF;
 
-    RETURN QUERY
     -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which its row lock
     -- keeps from being flattened into a join), in id order, so the cost follows the batch,
     -- not the number of running jobs, whatever plan the statistics suggest.
@@ -1427,16 +1558,20 @@ BEGIN
             lease_expires_at = NULL,
             lease_role = NULL
         WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
-        RETURNING j.id, j.queue
-    ), woken AS (
-        -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
-        SELECT pg_notify('jobs_ready', q.queue)
-        FROM jobs_queues q
-        WHERE q.queue IN (SELECT d.queue FROM done d)
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL)
+        RETURNING j.id, j.queue, j.claim_id
     )
-    -- Referencing woken is what runs it (once, over all of done).
-    SELECT d.id FROM done d WHERE (SELECT count(*) FROM woken) >= 0;
+    SELECT coalesce(array_agg(d.id), '{}'), coalesce(array_agg(DISTINCT d.queue), '{}'),
+           coalesce(array_agg(d.claim_id), '{}')
+    INTO v_ids, v_queues, v_claims
+    FROM done d;
+
+    PERFORM _jobs_claims_release(v_claims);
+    -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = ANY (v_queues)
+      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    RETURN QUERY SELECT unnest(v_ids);
 END;
 $$;
 
@@ -1467,20 +1602,44 @@ BEGIN
     PERFORM _jobs_check_bulk_args('jobs_delete_many', jobs_delete_many.states, '{done, dead, cancelled}',
                                   jobs_delete_many.max_jobs);
 
-    WITH doomed AS (
-        SELECT j.id
-        FROM jobs j
-        WHERE j.state IN ('done', 'dead', 'cancelled')
-          AND j.state = ANY (jobs_delete_many.states)
-          AND (jobs_delete_many.ids IS NULL OR j.id = ANY (jobs_delete_many.ids))
-          AND (jobs_delete_many.queue IS NULL OR j.queue = jobs_delete_many.queue)
-          AND (jobs_delete_many.kind IS NULL OR j.kind = jobs_delete_many.kind)
-        LIMIT jobs_delete_many.max_jobs
-        FOR UPDATE SKIP LOCKED
-    )
-    DELETE FROM jobs j
-    -- Through jobs_pkey; a join with doomed may be planned as a scan of the whole table.
-    WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
+    IF jobs_delete_many.ids IS NULL AND NOT 'done' = ANY (jobs_delete_many.states) THEN
+        -- Dead and cancelled jobs only: read from jobs_dead_cancelled, never walking the
+        -- done ones.
+        WITH doomed AS (
+            SELECT l.id
+            FROM jobs_dead_cancelled d
+            -- One primary-key probe per listed job (the row lock keeps the subquery a probe).
+            CROSS JOIN LATERAL (
+                SELECT j.id
+                FROM jobs j
+                WHERE j.id = d.id
+                  AND j.state IN ('dead', 'cancelled')
+                  AND j.state = ANY (jobs_delete_many.states)
+                  AND (jobs_delete_many.kind IS NULL OR j.kind = jobs_delete_many.kind)
+                FOR UPDATE SKIP LOCKED
+            ) AS l
+            WHERE d.state = ANY (jobs_delete_many.states)
+              AND (jobs_delete_many.queue IS NULL OR d.queue = jobs_delete_many.queue)
+            LIMIT jobs_delete_many.max_jobs
+        )
+        DELETE FROM jobs j
+        WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
+    ELSE
+        WITH doomed AS (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.state IN ('done', 'dead', 'cancelled')
+              AND j.state = ANY (jobs_delete_many.states)
+              AND (jobs_delete_many.ids IS NULL OR j.id = ANY (jobs_delete_many.ids))
+              AND (jobs_delete_many.queue IS NULL OR j.queue = jobs_delete_many.queue)
+              AND (jobs_delete_many.kind IS NULL OR j.kind = jobs_delete_many.kind)
+            LIMIT jobs_delete_many.max_jobs
+            FOR UPDATE SKIP LOCKED
+        )
+        DELETE FROM jobs j
+        -- Through jobs_pkey; a join with doomed may be planned as a scan of the whole table.
+        WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed));
+    END IF;
     GET DIAGNOSTICS v_count = ROW_COUNT;
     RETURN v_count;
 END;
@@ -1528,36 +1687,41 @@ BEGIN
         PERFORM _jobs_invalid('jobs_enqueue', 'notify', 'must not be NULL');
     END IF;
 
-    IF jobs_enqueue.unique_key IS NULL THEN
-        INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key, meta)
-        VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
-                jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.concurrency_key, jobs_enqueue.meta)
-        RETURNING id INTO v_id;
-    ELSE
-        -- The live job holding the key can finish between our failed insert and the lookup;
-        -- then the key is free again and the next round inserts.
+    IF jobs_enqueue.unique_key IS NOT NULL THEN
+        -- The key first: its row in jobs_unique_keys is the lock that makes concurrent
+        -- callers with the same key take turns. The live job holding the key can finish
+        -- between our failed insert and the lookup; then the key is free again and the next
+        -- round inserts.
         LOOP
-            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta)
-            VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
-                    jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
-                    jobs_enqueue.concurrency_key, jobs_enqueue.meta)
-            ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
-            DO NOTHING
+            INSERT INTO jobs_unique_keys (queue, unique_key, id)
+            VALUES (jobs_enqueue.queue, jobs_enqueue.unique_key, nextval('jobs_id_seq'))
+            ON CONFLICT (queue, unique_key) DO NOTHING
             RETURNING id INTO v_id;
             IF v_id IS NOT NULL THEN
                 EXIT;
             END IF;
 
-            SELECT j.id INTO v_id
-            FROM jobs j
-            WHERE j.queue = jobs_enqueue.queue
-              AND j.unique_key = jobs_enqueue.unique_key
-              AND j.state IN ('queued', 'running');
+            SELECT k.id INTO v_id
+            FROM jobs_unique_keys k
+            WHERE k.queue = jobs_enqueue.queue
+              AND k.unique_key = jobs_enqueue.unique_key;
             IF v_id IS NOT NULL THEN
                 RETURN v_id;
             END IF;
         END LOOP;
     END IF;
+
+    -- The job, and its row in jobs_queued (what claims find it by).
+    WITH inserted AS (
+        INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta)
+        VALUES (coalesce(v_id, nextval('jobs_id_seq')), jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload,
+                jobs_enqueue.run_at, jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
+                jobs_enqueue.concurrency_key, jobs_enqueue.meta)
+        RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
+    )
+    INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+    SELECT i.queue, i.priority, i.run_at, i.id, i.concurrency_key FROM inserted i
+    RETURNING jobs_queued.id INTO v_id;
 
     IF jobs_enqueue.notify AND jobs_enqueue.run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', jobs_enqueue.queue);
@@ -1724,7 +1888,10 @@ BEGIN
                                                                                    priority, max_attempts,
                                                                                    concurrency_key, meta, ord)
             ORDER BY t.ord
-            RETURNING id
+            RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
+        ), queued AS (
+            INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+            SELECT i.queue, i.priority, i.run_at, i.id, i.concurrency_key FROM inserted i
         )
         SELECT i.id FROM inserted i ORDER BY i.id;
     ELSE
@@ -1733,6 +1900,21 @@ BEGIN
         v_ids := ARRAY(SELECT nextval('jobs_id_seq') FROM generate_series(1, v_n));
         v_drawn := v_ids;
 
+        -- The keys first, in key order, not input order (each input keeps the id drawn for
+        -- it): two batches waiting on each other's uncommitted keys then always wait in the
+        -- same order, so they cannot deadlock. t.ord keeps the earlier of two equal keys first.
+        WITH taken AS (
+            INSERT INTO jobs_unique_keys (queue, unique_key, id)
+            SELECT t.queue, t.unique_key, v_ids[t.ord]
+            FROM unnest(v_queues, v_unique_keys) WITH ORDINALITY AS t(queue, unique_key, ord)
+            WHERE t.unique_key IS NOT NULL
+            ORDER BY t.queue, t.unique_key, t.ord
+            ON CONFLICT (queue, unique_key) DO NOTHING
+            RETURNING id
+        )
+        SELECT coalesce(array_agg(k.id), '{}') INTO v_inserted FROM taken k;
+
+        -- The jobs without a key and those whose key was free.
         WITH inserted AS (
             INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key,
                               meta)
@@ -1741,47 +1923,46 @@ BEGIN
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
                         v_max_attempts, v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY
                  AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key, meta, ord)
-            -- Inserted in key order, not input order (each input keeps the id drawn for it):
-            -- two batches waiting on each other's uncommitted keys then always wait in the
-            -- same order, so they cannot deadlock. t.ord keeps the earlier of two equal keys first.
-            ORDER BY t.queue, t.unique_key, t.ord
-            ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
-            DO NOTHING
-            RETURNING id
+            WHERE t.unique_key IS NULL OR v_ids[t.ord] = ANY (v_inserted)
+            ORDER BY t.ord
+            RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
         )
-        SELECT array_agg(i.id) INTO v_inserted FROM inserted i;
+        INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+        SELECT i.queue, i.priority, i.run_at, i.id, i.concurrency_key FROM inserted i;
 
-        IF coalesce(cardinality(v_inserted), 0) < v_n THEN
-            FOR v_missing IN
-                SELECT t.ord
-                FROM unnest(v_ids) WITH ORDINALITY AS t(id, ord)
-                LEFT JOIN unnest(v_inserted) AS i(id) ON i.id = t.id
-                WHERE i.id IS NULL
-                ORDER BY t.ord
+        FOR v_missing IN
+            SELECT t.ord
+            FROM unnest(v_ids, v_unique_keys) WITH ORDINALITY AS t(id, unique_key, ord)
+            WHERE t.unique_key IS NOT NULL AND NOT t.id = ANY (v_inserted)
+            ORDER BY t.ord
+        LOOP
+            -- Same loop as jobs_enqueue: the key's holder may finish before we look it up.
             LOOP
-                -- Same loop as jobs_enqueue: the key's holder may finish before we look it up.
-                LOOP
-                    SELECT j.id INTO v_id
-                    FROM jobs j
-                    WHERE j.queue = v_queues[v_missing.ord]
-                      AND j.unique_key = v_unique_keys[v_missing.ord]
-                      AND j.state IN ('queued', 'running');
-                    EXIT WHEN FOUND;
+                SELECT k.id INTO v_id
+                FROM jobs_unique_keys k
+                WHERE k.queue = v_queues[v_missing.ord]
+                  AND k.unique_key = v_unique_keys[v_missing.ord];
+                EXIT WHEN FOUND;
 
+                INSERT INTO jobs_unique_keys (queue, unique_key, id)
+                VALUES (v_queues[v_missing.ord], v_unique_keys[v_missing.ord], v_ids[v_missing.ord])
+                ON CONFLICT (queue, unique_key) DO NOTHING
+                RETURNING id INTO v_id;
+                IF v_id IS NOT NULL THEN
                     INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key,
                                       concurrency_key, meta)
-                    VALUES (v_ids[v_missing.ord], v_queues[v_missing.ord], v_kinds[v_missing.ord],
+                    VALUES (v_id, v_queues[v_missing.ord], v_kinds[v_missing.ord],
                             v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
                             v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord],
-                            v_metas[v_missing.ord])
-                    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
-                    DO NOTHING
-                    RETURNING id INTO v_id;
-                    EXIT WHEN v_id IS NOT NULL;
-                END LOOP;
-                v_ids[v_missing.ord] := v_id;
+                            v_metas[v_missing.ord]);
+                    INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+                    VALUES (v_queues[v_missing.ord], v_priorities[v_missing.ord], v_run_ats[v_missing.ord], v_id,
+                            v_conc_keys[v_missing.ord]);
+                    EXIT;
+                END IF;
             END LOOP;
-        END IF;
+            v_ids[v_missing.ord] := v_id;
+        END LOOP;
 
         RETURN QUERY SELECT t.id FROM unnest(v_ids) WITH ORDINALITY AS t(id, ord) ORDER BY t.ord;
     END IF;
@@ -1809,6 +1990,7 @@ DECLARE
     v_state  jobs_state;
     v_queue  text;
     v_run_at timestamptz;
+    v_claim  bigint;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -1841,7 +2023,12 @@ BEGIN
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt
       AND (j.lease_role IS NULL OR j.lease_role = v_login)
-    RETURNING j.state, j.queue, j.run_at INTO v_state, v_queue, v_run_at;
+    RETURNING j.state, j.queue, j.run_at, j.claim_id INTO v_state, v_queue, v_run_at, v_claim;
+    IF v_state IS NULL THEN
+        RETURN NULL;
+    END IF;
+    -- Requeued, the job is back in jobs_queued (trigger jobs_queued_sync).
+    PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
     IF v_state = 'queued' AND v_run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', v_queue);
@@ -1885,6 +2072,8 @@ DECLARE
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
+    v_claim bigint;
+    v_lease timestamptz;
 BEGIN
     IF jobs_heartbeat.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_heartbeat', 'id', 'must not be NULL');
@@ -1901,8 +2090,14 @@ BEGIN
     WHERE j.id = jobs_heartbeat.id
       AND j.state = 'running'
       AND j.attempts = jobs_heartbeat.attempt
-      AND (j.lease_role IS NULL OR j.lease_role = v_login);
-    RETURN FOUND;
+      AND (j.lease_role IS NULL OR j.lease_role = v_login)
+    RETURNING j.claim_id, j.lease_expires_at INTO v_claim, v_lease;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    -- A shorter lease than the claim's: jobs_requeue_expired must look at the claim by then.
+    UPDATE jobs_claims c SET expires_at = v_lease WHERE c.claim_id = v_claim AND c.expires_at > v_lease;
+    RETURN true;
 END;
 $$;
 
@@ -1920,6 +2115,8 @@ DECLARE
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
+    v_claims bigint[];
+    v_claim  record;
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_heartbeat_many', jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts);
     IF jobs_heartbeat_many.lease IS NULL OR jobs_heartbeat_many.lease <= interval '0' OR jobs_heartbeat_many.lease > interval '100 years' THEN
@@ -1948,9 +2145,22 @@ BEGIN
         UPDATE jobs j
         SET lease_expires_at = now() + jobs_heartbeat_many.lease
         WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
-        RETURNING j.id
+        RETURNING j.id, j.claim_id
     )
-    SELECT coalesce(array_agg(moved.id), '{}') INTO v_extended FROM moved;
+    SELECT coalesce(array_agg(moved.id), '{}'), coalesce(array_agg(DISTINCT moved.claim_id), '{}')
+    INTO v_extended, v_claims
+    FROM moved;
+
+    -- A shorter lease than a claim's: jobs_requeue_expired must look at the claim by then. One
+    -- claim at a time, in claim_id order (the order completions lock them in).
+    FOR v_claim IN
+        SELECT c.claim_id FROM jobs_claims c
+        WHERE c.claim_id = ANY (v_claims) AND c.expires_at > now() + jobs_heartbeat_many.lease
+        ORDER BY c.claim_id
+    LOOP
+        UPDATE jobs_claims c SET expires_at = now() + jobs_heartbeat_many.lease
+        WHERE c.claim_id = v_claim.claim_id AND c.expires_at > now() + jobs_heartbeat_many.lease;
+    END LOOP;
 
     RETURN QUERY SELECT e.id, true FROM unnest(v_extended) AS e(id);
 
@@ -1995,6 +2205,7 @@ CREATE TABLE skiplock.jobs (
     started_at timestamp with time zone,
     meta jsonb,
     lease_role oid,
+    claim_id bigint,
     CONSTRAINT jobs_attempts_valid CHECK ((attempts >= 0)),
     CONSTRAINT jobs_errors_is_array CHECK ((jsonb_typeof(errors) = 'array'::text)),
     CONSTRAINT jobs_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
@@ -2003,11 +2214,13 @@ CREATE TABLE skiplock.jobs (
     CONSTRAINT jobs_queue_valid CHECK (((queue <> ''::text) AND (octet_length(queue) <= 200))),
     CONSTRAINT jobs_run_at_finite CHECK (isfinite(run_at))
 )
-WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01');
+WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01', fillfactor='40');
 
 COMMENT ON TABLE skiplock.jobs IS 'skiplock jobs: one row per job, in every state. Change rows only through the jobs_* functions.';
 
 COMMENT ON COLUMN skiplock.jobs.lease_role IS 'skiplock: the oid of the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
+
+COMMENT ON COLUMN skiplock.jobs.claim_id IS 'skiplock: the jobs_claims row of the claim that leased the job last (a running job''s lease is listed there).';
 
 CREATE FUNCTION skiplock.jobs_inspect(id bigint) RETURNS SETOF skiplock.jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -2032,6 +2245,7 @@ CREATE FUNCTION skiplock.jobs_list(state skiplock.jobs_state DEFAULT NULL::skipl
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN
@@ -2039,22 +2253,75 @@ BEGIN
         PERFORM _jobs_invalid('jobs_list', 'max_jobs', 'must be between 1 and 1000');
     END IF;
 
-    -- With custom plans every argument is a constant: "NULL IS NULL OR ..." folds away, and
-    -- j.state = 'dead' proves the predicate of jobs_dead_cancelled_idx. The lease test is
-    -- true exactly for running jobs (jobs_lease_valid); spelled out for state 'running', it
-    -- lets jobs_running_lease_idx (WHERE lease_expires_at IS NOT NULL) serve.
-    RETURN QUERY
-    SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
-           j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
-           j.unique_key, j.concurrency_key, j.last_error
-    FROM jobs j
-    WHERE (jobs_list.state IS NULL OR j.state = jobs_list.state)
-      AND (jobs_list.state IS DISTINCT FROM 'running' OR j.lease_expires_at IS NOT NULL)
-      AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)
-      AND (jobs_list.kind IS NULL OR j.kind = jobs_list.kind)
-      AND (jobs_list.before_id IS NULL OR j.id < jobs_list.before_id)
-    ORDER BY j.id DESC
-    LIMIT jobs_list.max_jobs;
+    -- With custom plans every argument is a constant: "NULL IS NULL OR ..." folds away.
+    -- Queued, running, dead and cancelled jobs are read from the tables that list them
+    -- (jobs_queued, jobs_claims, jobs_dead_cancelled), never walking the done ones.
+    IF jobs_list.state = 'queued' THEN
+        RETURN QUERY
+        SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
+               j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
+               j.unique_key, j.concurrency_key, j.last_error
+        FROM jobs_queued q
+        -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
+        -- the planner from joining the tables another way).
+        CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = q.id OFFSET 0) j
+        WHERE (jobs_list.queue IS NULL OR q.queue = jobs_list.queue)
+          AND (jobs_list.before_id IS NULL OR q.id < jobs_list.before_id)
+          AND j.state = 'queued'
+          AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)
+          AND (jobs_list.kind IS NULL OR j.kind = jobs_list.kind)
+          AND (jobs_list.before_id IS NULL OR j.id < jobs_list.before_id)
+        ORDER BY q.id DESC
+        LIMIT jobs_list.max_jobs;
+    ELSIF jobs_list.state = 'running' THEN
+        RETURN QUERY
+        SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
+               j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
+               j.unique_key, j.concurrency_key, j.last_error
+        FROM jobs_claims c
+        CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+        -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
+        -- the planner from joining the tables another way).
+        CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
+        WHERE (jobs_list.queue IS NULL OR c.queue = jobs_list.queue)
+          AND j.claim_id = c.claim_id
+          AND j.state = 'running'
+          AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)
+          AND (jobs_list.kind IS NULL OR j.kind = jobs_list.kind)
+          AND (jobs_list.before_id IS NULL OR j.id < jobs_list.before_id)
+        ORDER BY j.id DESC
+        LIMIT jobs_list.max_jobs;
+    ELSIF jobs_list.state IN ('dead', 'cancelled') THEN
+        RETURN QUERY
+        SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
+               j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
+               j.unique_key, j.concurrency_key, j.last_error
+        FROM jobs_dead_cancelled d
+        -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
+        -- the planner from joining the tables another way).
+        CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = d.id OFFSET 0) j
+        WHERE d.state = jobs_list.state
+          AND (jobs_list.queue IS NULL OR d.queue = jobs_list.queue)
+          AND (jobs_list.before_id IS NULL OR d.id < jobs_list.before_id)
+          AND j.state = jobs_list.state
+          AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)
+          AND (jobs_list.kind IS NULL OR j.kind = jobs_list.kind)
+          AND (jobs_list.before_id IS NULL OR j.id < jobs_list.before_id)
+        ORDER BY d.id DESC
+        LIMIT jobs_list.max_jobs;
+    ELSE
+        RETURN QUERY
+        SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
+               j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
+               j.unique_key, j.concurrency_key, j.last_error
+        FROM jobs j
+        WHERE (jobs_list.state IS NULL OR j.state = jobs_list.state)
+          AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)
+          AND (jobs_list.kind IS NULL OR j.kind = jobs_list.kind)
+          AND (jobs_list.before_id IS NULL OR j.id < jobs_list.before_id)
+        ORDER BY j.id DESC
+        LIMIT jobs_list.max_jobs;
+    END IF;
 END;
 $$;
 
@@ -2186,22 +2453,36 @@ BEGIN
                         FOR UPDATE SKIP LOCKED);
                 ELSIF v_state = 'cancelled' THEN
                     v_doomed := ARRAY(
-                        SELECT j.id
-                        FROM jobs j
-                        WHERE j.state = 'cancelled'
-                          AND j.finished_at < v_cutoff
-                        ORDER BY j.finished_at
-                        LIMIT jobs_maintain.max_jobs
-                        FOR UPDATE SKIP LOCKED);
+                        SELECT l.id
+                        FROM jobs_dead_cancelled d
+                        CROSS JOIN LATERAL (
+                            SELECT j.id
+                            FROM jobs j
+                            WHERE j.id = d.id
+                              AND j.state = 'cancelled'
+                              AND j.finished_at < v_cutoff
+                            FOR UPDATE SKIP LOCKED
+                        ) AS l
+                        WHERE d.state = 'cancelled'
+                          AND d.finished_at < v_cutoff
+                        ORDER BY d.finished_at
+                        LIMIT jobs_maintain.max_jobs);
                 ELSE
                     v_doomed := ARRAY(
-                        SELECT j.id
-                        FROM jobs j
-                        WHERE j.state = 'dead'
-                          AND j.finished_at < v_cutoff
-                        ORDER BY j.finished_at
-                        LIMIT jobs_maintain.max_jobs
-                        FOR UPDATE SKIP LOCKED);
+                        SELECT l.id
+                        FROM jobs_dead_cancelled d
+                        CROSS JOIN LATERAL (
+                            SELECT j.id
+                            FROM jobs j
+                            WHERE j.id = d.id
+                              AND j.state = 'dead'
+                              AND j.finished_at < v_cutoff
+                            FOR UPDATE SKIP LOCKED
+                        ) AS l
+                        WHERE d.state = 'dead'
+                          AND d.finished_at < v_cutoff
+                        ORDER BY d.finished_at
+                        LIMIT jobs_maintain.max_jobs);
                 END IF;
                 DELETE FROM jobs j
                 WHERE j.id = ANY (v_doomed);
@@ -2286,6 +2567,7 @@ COMMENT ON FUNCTION skiplock.jobs_maintain(max_jobs integer) IS 'skiplock: one r
 CREATE FUNCTION skiplock.jobs_metrics() RETURNS SETOF skiplock.jobs_queue_metrics
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -2305,28 +2587,31 @@ BEGIN
 
     RETURN QUERY
     WITH queued AS (
-        SELECT j.queue,
-               count(*) FILTER (WHERE j.run_at <= now()) AS ready,
-               count(*) FILTER (WHERE j.run_at > now()) AS scheduled,
-               min(j.run_at) FILTER (WHERE j.run_at <= now()) AS oldest_ready
-        FROM jobs j
-        WHERE j.state = 'queued'
-        GROUP BY j.queue
+        SELECT q.queue,
+               count(*) FILTER (WHERE q.run_at <= now()) AS ready,
+               count(*) FILTER (WHERE q.run_at > now()) AS scheduled,
+               min(q.run_at) FILTER (WHERE q.run_at <= now()) AS oldest_ready
+        FROM jobs_queued q
+        GROUP BY q.queue
     ), running AS (
-        SELECT j.queue,
+        -- The jobs listed by the claims and still running under them.
+        SELECT c.queue,
                count(*) AS running,
                count(*) FILTER (WHERE j.lease_expires_at < now()) AS expired
-        FROM jobs j
-        -- The running jobs, as jobs_running_lease_idx's predicate (jobs_lease_valid).
-        WHERE j.lease_expires_at IS NOT NULL
-        GROUP BY j.queue
+        FROM jobs_claims c
+        CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+        -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
+        -- the planner from joining the tables another way).
+        CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
+        WHERE j.claim_id = c.claim_id
+          AND j.state = 'running'
+        GROUP BY c.queue
     ), failed AS (
-        SELECT j.queue,
-               count(*) FILTER (WHERE j.state = 'dead') AS dead,
-               count(*) FILTER (WHERE j.state = 'cancelled') AS cancelled
-        FROM jobs j
-        WHERE j.state IN ('dead', 'cancelled')
-        GROUP BY j.queue
+        SELECT d.queue,
+               count(*) FILTER (WHERE d.state = 'dead') AS dead,
+               count(*) FILTER (WHERE d.state = 'cancelled') AS cancelled
+        FROM jobs_dead_cancelled d
+        GROUP BY d.queue
     ), sampled AS (
         -- Each queue's share of the table's rows in the last ANALYZE's sample.
         SELECT m.queue, m.freq
@@ -2538,13 +2823,26 @@ CREATE FUNCTION skiplock.jobs_requeue_expired() RETURNS integer
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_count integer;
-    v_woken integer;
+    v_claims   bigint[];
+    v_count    integer;
+    v_released bigint[];
+    v_queues   text[];
+    v_claim    record;
 BEGIN
+    v_claims := ARRAY(SELECT c.claim_id FROM jobs_claims c WHERE c.expires_at < now());
+    IF cardinality(v_claims) = 0 THEN
+        RETURN 0;
+    END IF;
+
     WITH expired AS (
         SELECT j.id
         FROM jobs j
-        WHERE j.state = 'running'
+        WHERE j.id = ANY (ARRAY(SELECT u.id
+                                FROM jobs_claims c
+                                CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+                                WHERE c.claim_id = ANY (v_claims)))
+          AND j.claim_id = ANY (v_claims)
+          AND j.state = 'running'
           AND j.lease_expires_at < now()
         ORDER BY j.id
         FOR NO KEY UPDATE SKIP LOCKED
@@ -2568,16 +2866,46 @@ BEGIN
         WHERE j.id = ANY (ARRAY(SELECT expired.id FROM expired))
           AND j.state = 'running'
           AND j.lease_expires_at < now()
-        RETURNING j.queue, j.state
-    ), woken AS (
-        SELECT pg_notify('jobs_ready', q.queue)
-        FROM (SELECT DISTINCT r.queue FROM requeued r
-              WHERE r.state = 'queued'
-                 -- a dead job of a concurrency-limited queue gives its slot back too
-                 OR EXISTS (SELECT FROM jobs_queues q
-                            WHERE q.queue = r.queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL))) AS q
+        -- Queued again, a job is back in jobs_queued (trigger jobs_queued_sync).
+        RETURNING j.id, j.queue, j.state, j.claim_id
     )
-    SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM woken) INTO v_count, v_woken;
+    SELECT count(*)::integer, coalesce(array_agg(r.claim_id), '{}'),
+           coalesce(array_agg(DISTINCT r.queue) FILTER (
+               WHERE r.state = 'queued'
+                  -- a dead job of a concurrency-limited queue gives its slot back too
+                  OR EXISTS (SELECT FROM jobs_queues q
+                             WHERE q.queue = r.queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL))),
+               '{}')
+    INTO v_count, v_released, v_queues
+    FROM requeued r;
+
+    PERFORM _jobs_claims_release(v_released);
+
+    -- What is left of each claim looked at: the jobs still running under it (heartbeats moved
+    -- their leases on, or another session held them). The earliest of their leases is when to
+    -- look again; a claim with none goes. SKIP LOCKED, after the waits above in claim_id
+    -- order, so this cannot deadlock with a completion; a claim skipped stays due.
+    FOR v_claim IN
+        SELECT c.claim_id,
+               (SELECT min(j.lease_expires_at)
+                FROM unnest(c.ids) AS u(id)
+                -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
+                -- the planner from joining the tables another way).
+                CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
+                WHERE j.claim_id = c.claim_id AND j.state = 'running') AS next_expiry
+        FROM jobs_claims c
+        WHERE c.claim_id = ANY (v_claims)
+        ORDER BY c.claim_id
+        FOR NO KEY UPDATE SKIP LOCKED
+    LOOP
+        IF v_claim.next_expiry IS NULL THEN
+            DELETE FROM jobs_claims c WHERE c.claim_id = v_claim.claim_id;
+        ELSE
+            UPDATE jobs_claims c SET expires_at = v_claim.next_expiry WHERE c.claim_id = v_claim.claim_id;
+        END IF;
+    END LOOP;
+
+    PERFORM pg_notify('jobs_ready', q.queue) FROM unnest(v_queues) AS q(queue);
     RETURN v_count;
 END;
 $$;
@@ -2706,27 +3034,33 @@ BEGIN
                                   jobs_retry_many.max_jobs);
 
     v_picked := ARRAY(
-        SELECT j.id
-        FROM jobs j
-        WHERE j.state IN ('dead', 'cancelled')
-          AND j.state = ANY (jobs_retry_many.states)
-          AND (jobs_retry_many.ids IS NULL OR j.id = ANY (jobs_retry_many.ids))
-          AND (jobs_retry_many.queue IS NULL OR j.queue = jobs_retry_many.queue)
-          AND (jobs_retry_many.kind IS NULL OR j.kind = jobs_retry_many.kind)
-          -- A key a live job holds cannot be retried now; skipping it here (not just in the
-          -- update) lets a drain loop end instead of picking the same jobs forever.
-          AND (j.unique_key IS NULL OR NOT EXISTS (
-                  SELECT FROM jobs l
-                  WHERE l.queue = j.queue
-                    AND l.unique_key = j.unique_key
-                    AND l.state IN ('queued', 'running')))
-          -- What jobs_retry refuses: an id a router would send elsewhere, no attempt left.
-          -- (The shard is read in this statement, whose snapshot is taken once it holds its
-          -- lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
-          AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
-          AND j.attempts < 2147483647
-        LIMIT jobs_retry_many.max_jobs
-        FOR NO KEY UPDATE SKIP LOCKED);
+        SELECT p.id
+        FROM jobs_dead_cancelled d
+        -- One primary-key probe per listed job (the row lock keeps the subquery a probe).
+        CROSS JOIN LATERAL (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.id = d.id
+              AND j.state IN ('dead', 'cancelled')
+              AND j.state = ANY (jobs_retry_many.states)
+              AND (jobs_retry_many.kind IS NULL OR j.kind = jobs_retry_many.kind)
+              -- A key a live job holds cannot be retried now; skipping it here (not just in
+              -- the update) lets a drain loop end instead of picking the same jobs forever.
+              AND (j.unique_key IS NULL OR NOT EXISTS (
+                      SELECT FROM jobs_unique_keys l
+                      WHERE l.queue = j.queue
+                        AND l.unique_key = j.unique_key))
+              -- What jobs_retry refuses: an id a router would send elsewhere, no attempt
+              -- left. (The shard is read in this statement, whose snapshot is taken once it
+              -- holds its lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
+              AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
+              AND j.attempts < 2147483647
+            FOR NO KEY UPDATE SKIP LOCKED
+        ) AS p
+        WHERE d.state = ANY (jobs_retry_many.states)
+          AND (jobs_retry_many.ids IS NULL OR d.id = ANY (jobs_retry_many.ids))
+          AND (jobs_retry_many.queue IS NULL OR d.queue = jobs_retry_many.queue)
+        LIMIT jobs_retry_many.max_jobs);
 
     -- Reported on the last call of a drain loop only: earlier calls would repeat it, and
     -- this reads every matching job (as the pick of such a call does anyway).
@@ -2737,8 +3071,12 @@ BEGIN
                count(*) FILTER (WHERE j.attempts >= 2147483647),
                min(j.id) FILTER (WHERE j.attempts >= 2147483647)
         INTO v_strays, v_first_stray, v_maxed, v_first_maxed
-        FROM jobs j
-        WHERE j.state IN ('dead', 'cancelled')
+        FROM jobs_dead_cancelled d
+        CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = d.id OFFSET 0) j
+        WHERE d.state = ANY (jobs_retry_many.states)
+          AND (jobs_retry_many.ids IS NULL OR d.id = ANY (jobs_retry_many.ids))
+          AND (jobs_retry_many.queue IS NULL OR d.queue = jobs_retry_many.queue)
+          AND j.state IN ('dead', 'cancelled')
           AND j.state = ANY (jobs_retry_many.states)
           AND (jobs_retry_many.ids IS NULL OR j.id = ANY (jobs_retry_many.ids))
           AND (jobs_retry_many.queue IS NULL OR j.queue = jobs_retry_many.queue)
@@ -2770,7 +3108,8 @@ BEGIN
     FROM retried r;
 
     -- Jobs with a key: the lowest id of each (queue, unique_key) among the picked. Queued
-    -- again, a job enters jobs_unique_key_idx, which makes the update wait while another
+    -- again, a job's key goes back into jobs_unique_keys (trigger jobs_unique_key_sync),
+    -- which makes the update wait while another
     -- transaction holds the same key uncommitted (an enqueue, a jobs_retry, another call's
     -- retry), then fail with 23505 if that one commits. Two updates taking keys in different
     -- orders can wait for each other: a deadlock.
@@ -2851,14 +3190,10 @@ BEGIN
                             finished_at = NULL
                         WHERE j.id = v_id
                           AND j.state IN ('dead', 'cancelled')
-                          -- The key as values, not j's columns: going by statistics older
-                          -- than this call, the planner could otherwise read all of
-                          -- jobs_unique_key_idx for each job, as the index grows.
                           AND NOT EXISTS (
-                              SELECT FROM jobs l
+                              SELECT FROM jobs_unique_keys l
                               WHERE l.queue = v_key_queue
-                                AND l.unique_key = v_key
-                                AND l.state IN ('queued', 'running'))
+                                AND l.unique_key = v_key)
                         RETURNING j.queue INTO v_queue;
                         IF FOUND THEN
                             v_chunk_count := v_chunk_count + 1;
@@ -3210,6 +3545,7 @@ CREATE FUNCTION skiplock.jobs_snooze(id bigint, attempt integer, run_at timestam
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    v_claim bigint;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -3243,10 +3579,12 @@ BEGIN
       AND j.state = 'running'
       AND j.attempts = jobs_snooze.attempt
       AND (j.lease_role IS NULL OR j.lease_role = v_login)
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    -- Queued again, the job is back in jobs_queued (trigger jobs_queued_sync).
+    PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
     IF jobs_snooze.run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', v_queue);
@@ -3298,6 +3636,36 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_unschedule(name text) IS 'skiplock: deletes a named cron schedule; returns whether it existed.';
 
+CREATE TABLE skiplock.jobs_claims (
+    claim_id bigint NOT NULL,
+    queue text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    running integer NOT NULL,
+    ids bigint[] NOT NULL
+)
+WITH (fillfactor='50', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01');
+ALTER TABLE ONLY skiplock.jobs_claims ALTER COLUMN ids SET STORAGE MAIN;
+
+COMMENT ON TABLE skiplock.jobs_claims IS 'skiplock (private): one row per claim and queue with jobs still running; changed only by the jobs_* functions.';
+
+ALTER TABLE skiplock.jobs_claims ALTER COLUMN claim_id ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME skiplock.jobs_claims_claim_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE skiplock.jobs_dead_cancelled (
+    id bigint NOT NULL,
+    state skiplock.jobs_state NOT NULL,
+    queue text NOT NULL,
+    finished_at timestamp with time zone NOT NULL
+);
+
+COMMENT ON TABLE skiplock.jobs_dead_cancelled IS 'skiplock (private): the dead and cancelled jobs, kept in step with jobs by a trigger.';
+
 ALTER TABLE skiplock.jobs ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
     SEQUENCE NAME skiplock.jobs_id_seq
     START WITH 1
@@ -3313,6 +3681,17 @@ CREATE TABLE skiplock.jobs_queue_starts (
 );
 
 COMMENT ON TABLE skiplock.jobs_queue_starts IS 'skiplock (private): start times of the last window of each rate-limited queue, read by jobs_claim and jobs_next_start.';
+
+CREATE TABLE skiplock.jobs_queued (
+    queue text NOT NULL,
+    priority integer NOT NULL,
+    run_at timestamp with time zone NOT NULL,
+    id bigint NOT NULL,
+    concurrency_key text
+)
+WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01');
+
+COMMENT ON TABLE skiplock.jobs_queued IS 'skiplock (private): one row per queued job, in claim order; changed only by the jobs_* functions.';
 
 CREATE TABLE skiplock.jobs_queues (
     queue text NOT NULL,
@@ -3381,8 +3760,22 @@ COMMENT ON TABLE skiplock.jobs_settings IS 'skiplock settings (one row): retry b
 
 COMMENT ON COLUMN skiplock.jobs_settings.shard IS 'skiplock: this database''s shard number (jobs_set_shard); every job id created since has id % 1024 = shard. NULL: not a shard.';
 
+CREATE TABLE skiplock.jobs_unique_keys (
+    queue text NOT NULL,
+    unique_key text NOT NULL,
+    id bigint NOT NULL
+);
+
+COMMENT ON TABLE skiplock.jobs_unique_keys IS 'skiplock (private): the unique_key of each queued or running job.';
+
+ALTER TABLE ONLY skiplock.jobs_claims
+    ADD CONSTRAINT jobs_claims_pkey PRIMARY KEY (claim_id);
+
 ALTER TABLE skiplock.jobs
     ADD CONSTRAINT jobs_concurrency_key_valid CHECK (((concurrency_key <> ''::text) AND (octet_length(concurrency_key) <= 200))) NOT VALID;
+
+ALTER TABLE ONLY skiplock.jobs_dead_cancelled
+    ADD CONSTRAINT jobs_dead_cancelled_pkey PRIMARY KEY (id);
 
 ALTER TABLE skiplock.jobs
     ADD CONSTRAINT jobs_lease_role_running CHECK (((state = 'running'::skiplock.jobs_state) OR (lease_role IS NULL))) NOT VALID;
@@ -3402,19 +3795,38 @@ ALTER TABLE ONLY skiplock.jobs_schedules
 ALTER TABLE ONLY skiplock.jobs_settings
     ADD CONSTRAINT jobs_settings_pkey PRIMARY KEY (singleton);
 
-CREATE INDEX jobs_dead_cancelled_idx ON skiplock.jobs USING btree (state, finished_at) INCLUDE (queue) WHERE (state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]));
+ALTER TABLE ONLY skiplock.jobs_unique_keys
+    ADD CONSTRAINT jobs_unique_key_idx PRIMARY KEY (queue, unique_key);
+
+CREATE INDEX jobs_claims_expires_idx ON skiplock.jobs_claims USING btree (expires_at);
+
+CREATE INDEX jobs_claims_queue_idx ON skiplock.jobs_claims USING btree (queue);
+
+CREATE INDEX jobs_dead_cancelled_idx ON skiplock.jobs_dead_cancelled USING btree (state, finished_at) INCLUDE (queue);
 
 CREATE INDEX jobs_queue_starts_idx ON skiplock.jobs_queue_starts USING btree (queue, started_at);
 
-CREATE INDEX jobs_ready_idx ON skiplock.jobs USING btree (queue, priority, run_at, id) WHERE (state = 'queued'::skiplock.jobs_state);
+CREATE INDEX jobs_ready_idx ON skiplock.jobs_queued USING btree (queue, priority, run_at, id);
 
-CREATE INDEX jobs_ready_key_idx ON skiplock.jobs USING btree (queue, concurrency_key, priority, run_at, id) WHERE ((state = 'queued'::skiplock.jobs_state) AND (concurrency_key IS NOT NULL));
-
-CREATE INDEX jobs_running_lease_idx ON skiplock.jobs USING btree (lease_expires_at) WHERE (lease_expires_at IS NOT NULL);
+CREATE INDEX jobs_ready_key_idx ON skiplock.jobs_queued USING btree (queue, concurrency_key, priority, run_at, id) WHERE (concurrency_key IS NOT NULL);
 
 CREATE INDEX jobs_schedules_due_idx ON skiplock.jobs_schedules USING btree (next_run_at) WHERE enabled;
 
-CREATE UNIQUE INDEX jobs_unique_key_idx ON skiplock.jobs USING btree (queue, unique_key) WHERE ((unique_key IS NOT NULL) AND (state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state])));
+CREATE TRIGGER jobs_dead_cancelled_insert AFTER INSERT ON skiplock.jobs FOR EACH ROW WHEN ((new.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))) EXECUTE FUNCTION skiplock._jobs_dead_cancelled_sync();
+
+CREATE TRIGGER jobs_dead_cancelled_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN ((old.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))) EXECUTE FUNCTION skiplock._jobs_dead_cancelled_sync();
+
+CREATE TRIGGER jobs_dead_cancelled_sync AFTER UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN ((((old.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state])) OR (new.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))) AND ((old.state IS DISTINCT FROM new.state) OR (old.finished_at IS DISTINCT FROM new.finished_at)))) EXECUTE FUNCTION skiplock._jobs_dead_cancelled_sync();
+
+CREATE TRIGGER jobs_queued_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN ((old.state = 'queued'::skiplock.jobs_state)) EXECUTE FUNCTION skiplock._jobs_queued_sync();
+
+CREATE TRIGGER jobs_queued_sync AFTER UPDATE OF state, queue, priority, run_at, concurrency_key ON skiplock.jobs FOR EACH ROW WHEN ((((new.state = 'queued'::skiplock.jobs_state) AND ((old.state <> 'queued'::skiplock.jobs_state) OR ((((old.queue IS DISTINCT FROM new.queue) OR (old.priority IS DISTINCT FROM new.priority)) OR (old.run_at IS DISTINCT FROM new.run_at)) OR (old.concurrency_key IS DISTINCT FROM new.concurrency_key)))) OR ((old.state = 'queued'::skiplock.jobs_state) AND (new.state <> ALL (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state]))))) EXECUTE FUNCTION skiplock._jobs_queued_sync();
+
+CREATE TRIGGER jobs_truncate_sync AFTER TRUNCATE ON skiplock.jobs FOR EACH STATEMENT EXECUTE FUNCTION skiplock._jobs_truncate_sync();
+
+CREATE TRIGGER jobs_unique_key_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN (((old.unique_key IS NOT NULL) AND (old.state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state])))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
+
+CREATE TRIGGER jobs_unique_key_sync AFTER UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN (((new.unique_key IS NOT NULL) AND ((old.state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state])) <> (new.state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state]))))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
 
 GRANT USAGE ON SCHEMA skiplock TO jobs_producer;
 GRANT USAGE ON SCHEMA skiplock TO jobs_worker;
@@ -3425,6 +3837,10 @@ REVOKE ALL ON FUNCTION skiplock._jobs_check_bulk_args(func text, states skiplock
 REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[], attempts integer[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean, freed_queues text[], freed_slots integer[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_claim_take(worker text, lease interval, rows tid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_claims_release(claim_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_completion_deletes() FROM PUBLIC;
 
@@ -3440,9 +3856,17 @@ REVOKE ALL ON FUNCTION skiplock._jobs_cron_parse(func text, cron text, OUT minut
 
 REVOKE ALL ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION skiplock._jobs_dead_cancelled_sync() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_queued_sync() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_truncate_sync() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_unique_key_sync() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_backoff(attempt integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_backoff(attempt integer) TO jobs_worker;

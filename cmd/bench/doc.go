@@ -47,6 +47,9 @@
 //	chaos            opt-in (only when -scenarios names it; throwaway server only): the chaos
 //	                 suite of internal/chaos with N jobs, -chaos-workers processes and
 //	                 -chaos-kills kills, fast and immediate restarts; see chaos.go
+//	upgrade          opt-in: a schema at the migration before the newest, holding -upgrade-rows
+//	                 jobs (mostly done), migrated to the newest while one session enqueues and
+//	                 another reads by id; reports the migration's time and their longest waits
 //	shards           opt-in: work_drain of N jobs spread over 1, 2 and 4 shards, each a throwaway
 //	                 cluster of its own, through one driver.ShardedClient with -workers slots per
 //	                 shard; reports the CPU per job of the clusters and of the bench; see shards.go

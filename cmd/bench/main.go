@@ -59,6 +59,7 @@ type config struct {
 	patch             string // its contents
 	doneRetention     string // -done-retention: jobs_settings.done_retention after each install; "" keeps the default
 	chaos             chaosFlags
+	upgradeRows       int // -upgrade-rows: the jobs in the table of the upgrade scenario
 }
 
 func main() {
@@ -140,6 +141,7 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 	fs.StringVar(&cfg.patchSQL, "patch-sql", "",
 		"run this SQL file in the benchmark's schema after each install, e.g. a candidate CREATE OR REPLACE FUNCTION, to measure a change before it becomes a migration")
 	cfg.chaos.register(fs)
+	registerUpgradeFlags(fs, cfg)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -202,6 +202,14 @@ var scenarios = []scenario{
 		run: func(ctx context.Context, r *runner, _ int) (*result, error) { return r.chaos(ctx) },
 	},
 	{
+		name:  "upgrade",
+		optIn: true,
+		doc: "opt-in: a schema at the migration before the newest, holding -upgrade-rows\n" +
+			"jobs (mostly done), migrated to the newest while one session enqueues and\n" +
+			"another reads by id; reports the migration's time and their longest waits",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) { return r.upgrade(ctx) },
+	},
+	{
 		name:  "shards",
 		optIn: true,
 		doc: "opt-in: work_drain of N jobs spread over 1, 2 and 4 shards, each a throwaway\n" +

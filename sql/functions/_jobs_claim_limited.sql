@@ -11,11 +11,11 @@
 --           (in queue-name order across queues, so claimers cannot deadlock) until the
 --           claiming transaction ends, so claims of the queue take turns; in READ COMMITTED
 --           every statement after the lock takes a new snapshot and so sees the committed
---           claims of the previous holder. The queue's running jobs are then counted, walking
---           jobs_running_lease_idx (every running job, of any queue: no index of running jobs
---           per queue, which every claim would pay for): a slot comes back as soon as its job
---           leaves running by any path (complete, complete_many, fail, snooze, cancel,
---           requeue_expired), with no bookkeeping to leak. Rate limits keep a sliding log (jobs_queue_starts) of the
+--           claims of the previous holder. The queue's running jobs are then counted from its
+--           jobs_claims rows (the sum of their running counts; per key, their listed jobs
+--           still running): a slot comes back in the same commit as its job leaves running,
+--           by any path (complete, complete_many, fail, snooze, cancel, requeue_expired),
+--           each of which lowers the count (_jobs_claims_release). Rate limits keep a sliding log (jobs_queue_starts) of the
 --           last window's starts under the same lock. A limit below the running count
 --           (lowered meanwhile) gives no jobs until running falls below it.
 --           Order without head-of-line blocking: with per_key, the best jobs of each key
@@ -47,8 +47,8 @@
 --           a row, so a queue is skipped only when it is paused or at a limit.
 -- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested (with
 --           skip_locked_queues only those no other transaction holds, SKIP LOCKED), and
---           row locks on the claimed jobs (and on candidates not chosen, all taken SKIP
---           LOCKED), until the caller's transaction ends. Waits for nothing with
+--           row locks on the picked jobs_queued rows (candidates not chosen too, all taken
+--           SKIP LOCKED) and the claimed jobs, until the caller's transaction ends. Waits for nothing with
 --           skip_locked_queues; without it, waits only for the jobs_queues rows.
 -- States:   queued -> running (or, at attempts 2147483647, dead), as jobs_claim (lease_role =
 --           session_user too); appends to jobs_queue_starts and trims from it
@@ -72,6 +72,11 @@ CREATE OR REPLACE FUNCTION _jobs_claim_limited(
 RETURNS SETOF jobs_claimed
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- jobs_queued's statistics lag its size (empty at one ANALYZE, a backlog of a million by the
+-- next): estimating a few rows, the planner would read every queued job of the queue with a
+-- bitmap scan and sort them, for each claim. Without bitmap scans the pick is the ordered
+-- range scan of jobs_ready_idx that stops at max_jobs, whatever the statistics say.
+SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -81,20 +86,21 @@ DECLARE
     v_at          timestamptz;
     v_limited     text[]        := '{}';
     v_rate_queues text[]        := '{}';
-    -- Candidates of the limited queues, each queue within its budget.
+    -- Candidates of the limited queues, each queue within its budget: their jobs_queued rows.
+    v_rows        tid[]         := '{}';
     v_ids         bigint[]      := '{}';
     v_pris        integer[]     := '{}';
     v_run_ats     timestamptz[] := '{}';
     -- Keyed and unkeyed candidates of one per_key queue.
+    v_krows       tid[];
     v_kids        bigint[];
     v_kpris       integer[];
     v_kruns       timestamptz[];
+    v_urows       tid[];
     v_uids        bigint[];
     v_upris       integer[];
     v_uruns       timestamptz[];
     v_n           integer;
-    -- The login claiming, recorded as each job's lease_role (see jobs_claim).
-    v_login       regrole       := to_regrole(quote_ident(session_user));
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
     IF _jobs_claim_limited.skip_locked_queues THEN
@@ -132,8 +138,7 @@ BEGIN
         v_budget := _jobs_claim_limited.max_jobs;
         IF v_q.max_running IS NOT NULL THEN
             v_budget := least(v_budget, v_q.max_running - (
-                SELECT count(*)::integer FROM jobs j
-                WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
+                SELECT coalesce(sum(c.running), 0)::integer FROM jobs_claims c WHERE c.queue = v_q.queue));
         END IF;
         IF v_q.max_starts IS NOT NULL THEN
             -- Starts are logged at now(), which is not monotonic across claims (a claim's
@@ -157,65 +162,73 @@ BEGIN
         CONTINUE WHEN v_budget <= 0;
 
         IF v_q.per_key IS NULL THEN
-            SELECT v_ids || coalesce(array_agg(c.id), '{}'),
+            SELECT v_rows || coalesce(array_agg(c.row), '{}'),
+                   v_ids || coalesce(array_agg(c.id), '{}'),
                    v_pris || coalesce(array_agg(c.priority), '{}'),
                    v_run_ats || coalesce(array_agg(c.run_at), '{}')
-            INTO v_ids, v_pris, v_run_ats
-            FROM (SELECT j.id, j.priority, j.run_at
-                  FROM jobs j
-                  WHERE j.state = 'queued'
-                    AND j.queue = v_q.queue
-                    AND j.run_at <= now()
-                  ORDER BY j.priority, j.run_at, j.id
+            INTO v_rows, v_ids, v_pris, v_run_ats
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.queue = v_q.queue
+                    AND q.run_at <= now()
+                  ORDER BY q.priority, q.run_at, q.id
                   LIMIT v_budget
-                  FOR NO KEY UPDATE SKIP LOCKED) c;
+                  FOR UPDATE SKIP LOCKED) c;
             CONTINUE;
         END IF;
 
         -- per_key: the best jobs of every key with room (a skip scan of jobs_ready_key_idx
         -- finds the keys), then the best v_budget of those.
         WITH RECURSIVE keys AS (
-            (SELECT j.concurrency_key AS key
-             FROM jobs j
-             WHERE j.state = 'queued' AND j.queue = v_q.queue AND j.concurrency_key IS NOT NULL
-             ORDER BY j.concurrency_key
+            (SELECT q.concurrency_key AS key
+             FROM jobs_queued q
+             WHERE q.queue = v_q.queue AND q.concurrency_key IS NOT NULL
+             ORDER BY q.concurrency_key
              LIMIT 1)
             UNION ALL
-            SELECT (SELECT j.concurrency_key
-                    FROM jobs j
-                    WHERE j.state = 'queued' AND j.queue = v_q.queue AND j.concurrency_key > k.key
-                    ORDER BY j.concurrency_key
+            SELECT (SELECT q.concurrency_key
+                    FROM jobs_queued q
+                    WHERE q.queue = v_q.queue AND q.concurrency_key > k.key
+                    ORDER BY q.concurrency_key
                     LIMIT 1)
             FROM keys k
             WHERE k.key IS NOT NULL
         ), running AS (
+            -- The queue's jobs listed by its claims and still running under them.
             SELECT j.concurrency_key AS key, count(*)::integer AS n
-            FROM jobs j
-            WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL AND j.concurrency_key IS NOT NULL
+            FROM jobs_claims c
+            CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+            -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
+            -- the planner from joining the tables another way).
+            CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
+            WHERE c.queue = v_q.queue
+              AND j.claim_id = c.claim_id
+              AND j.state = 'running'
+              AND j.concurrency_key IS NOT NULL
             GROUP BY j.concurrency_key
         ), picked AS (
-            SELECT c.id, c.priority, c.run_at
+            SELECT c.row, c.id, c.priority, c.run_at
             FROM keys k
             LEFT JOIN running r ON r.key = k.key
             CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.run_at
-                FROM jobs j
-                WHERE j.state = 'queued'
-                  AND j.queue = v_q.queue
-                  AND j.concurrency_key = k.key
-                  AND j.run_at <= now()
-                ORDER BY j.priority, j.run_at, j.id
+                SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                FROM jobs_queued q
+                WHERE q.queue = v_q.queue
+                  AND q.concurrency_key = k.key
+                  AND q.run_at <= now()
+                ORDER BY q.priority, q.run_at, q.id
                 LIMIT greatest(0, least(v_budget, v_q.per_key - coalesce(r.n, 0)))
-                FOR NO KEY UPDATE SKIP LOCKED
+                FOR UPDATE SKIP LOCKED
             ) c
             WHERE k.key IS NOT NULL
             ORDER BY c.priority, c.run_at, c.id
             LIMIT v_budget
         )
-        SELECT coalesce(array_agg(p.id ORDER BY p.priority, p.run_at, p.id), '{}'),
+        SELECT coalesce(array_agg(p.row ORDER BY p.priority, p.run_at, p.id), '{}'),
+               coalesce(array_agg(p.id ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.priority ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.run_at ORDER BY p.priority, p.run_at, p.id), '{}')
-        INTO v_kids, v_kpris, v_kruns
+        INTO v_krows, v_kids, v_kpris, v_kruns
         FROM picked p;
 
         -- Jobs without a key: only those ahead of the last keyed candidate can make the
@@ -223,51 +236,49 @@ BEGIN
         -- statements, so that the bound is an index condition, not a filter).
         v_n := cardinality(v_kids);
         IF v_n >= v_budget THEN
-            SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
-            INTO v_uids, v_upris, v_uruns
-            FROM (SELECT j.id, j.priority, j.run_at
-                  FROM jobs j
-                  WHERE j.id = ANY (ARRAY(
-                          SELECT s.id
-                          FROM (SELECT j2.id, j2.concurrency_key
-                                FROM jobs j2
-                                WHERE j2.state = 'queued'
-                                  AND j2.queue = v_q.queue
-                                  AND j2.run_at <= now()
-                                  AND (j2.priority, j2.run_at, j2.id) < (v_kpris[v_n], v_kruns[v_n], v_kids[v_n])
-                                ORDER BY j2.priority, j2.run_at, j2.id
+            SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                   coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_urows, v_uids, v_upris, v_uruns
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.ctid = ANY (ARRAY(
+                          SELECT s.row
+                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
+                                FROM jobs_queued q2
+                                WHERE q2.queue = v_q.queue
+                                  AND q2.run_at <= now()
+                                  AND (q2.priority, q2.run_at, q2.id) < (v_kpris[v_n], v_kruns[v_n], v_kids[v_n])
+                                ORDER BY q2.priority, q2.run_at, q2.id
                                 LIMIT v_budget + 100) s
                           WHERE s.concurrency_key IS NULL
                           LIMIT v_budget))
-                    AND j.state = 'queued'
-                    AND j.run_at <= now()
-                  FOR NO KEY UPDATE SKIP LOCKED) c;
+                  FOR UPDATE SKIP LOCKED) c;
         ELSE
-            SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
-            INTO v_uids, v_upris, v_uruns
-            FROM (SELECT j.id, j.priority, j.run_at
-                  FROM jobs j
-                  WHERE j.id = ANY (ARRAY(
-                          SELECT s.id
-                          FROM (SELECT j2.id, j2.concurrency_key
-                                FROM jobs j2
-                                WHERE j2.state = 'queued'
-                                  AND j2.queue = v_q.queue
-                                  AND j2.run_at <= now()
-                                ORDER BY j2.priority, j2.run_at, j2.id
+            SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                   coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_urows, v_uids, v_upris, v_uruns
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.ctid = ANY (ARRAY(
+                          SELECT s.row
+                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
+                                FROM jobs_queued q2
+                                WHERE q2.queue = v_q.queue
+                                  AND q2.run_at <= now()
+                                ORDER BY q2.priority, q2.run_at, q2.id
                                 LIMIT v_budget + 100) s
                           WHERE s.concurrency_key IS NULL))
-                    AND j.state = 'queued'
-                    AND j.run_at <= now()
-                  FOR NO KEY UPDATE SKIP LOCKED) c;
+                  FOR UPDATE SKIP LOCKED) c;
         END IF;
 
-        SELECT v_ids || coalesce(array_agg(u.id), '{}'),
+        SELECT v_rows || coalesce(array_agg(u.row), '{}'),
+               v_ids || coalesce(array_agg(u.id), '{}'),
                v_pris || coalesce(array_agg(u.priority), '{}'),
                v_run_ats || coalesce(array_agg(u.run_at), '{}')
-        INTO v_ids, v_pris, v_run_ats
-        FROM (SELECT t.id, t.priority, t.run_at
-              FROM unnest(v_kids || v_uids, v_kpris || v_upris, v_kruns || v_uruns) AS t(id, priority, run_at)
+        INTO v_rows, v_ids, v_pris, v_run_ats
+        FROM (SELECT t.row, t.id, t.priority, t.run_at
+              FROM unnest(v_krows || v_urows, v_kids || v_uids, v_kpris || v_upris, v_kruns || v_uruns)
+                   AS t(row, id, priority, run_at)
               ORDER BY t.priority, t.run_at, t.id
               LIMIT v_budget) u;
     END LOOP;
@@ -287,99 +298,78 @@ BEGIN
             ORDER BY q.queue
         LOOP
             v_budget := least(_jobs_claim_limited.max_jobs, v_q.n, v_q.max_running - (
-                SELECT count(*)::integer FROM jobs j
-                WHERE j.queue = v_q.queue AND j.lease_expires_at IS NOT NULL));
+                SELECT coalesce(sum(c.running), 0)::integer FROM jobs_claims c WHERE c.queue = v_q.queue));
             CONTINUE WHEN v_budget <= 0;
-            SELECT v_ids || coalesce(array_agg(c.id), '{}'),
+            SELECT v_rows || coalesce(array_agg(c.row), '{}'),
+                   v_ids || coalesce(array_agg(c.id), '{}'),
                    v_pris || coalesce(array_agg(c.priority), '{}'),
                    v_run_ats || coalesce(array_agg(c.run_at), '{}')
-            INTO v_ids, v_pris, v_run_ats
-            FROM (SELECT j.id, j.priority, j.run_at
-                  FROM jobs j
-                  WHERE j.state = 'queued'
-                    AND j.queue = v_q.queue
-                    AND j.run_at <= now()
-                  ORDER BY j.priority, j.run_at, j.id
+            INTO v_rows, v_ids, v_pris, v_run_ats
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.queue = v_q.queue
+                    AND q.run_at <= now()
+                  ORDER BY q.priority, q.run_at, q.id
                   LIMIT v_budget
-                  FOR NO KEY UPDATE SKIP LOCKED) c;
+                  FOR UPDATE SKIP LOCKED) c;
         END LOOP;
     END IF;
 
     -- The other requested queues (every queue with queued jobs for queues NULL), minus the
     -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
-    RETURN QUERY
-    WITH RECURSIVE all_queues AS (
-        (SELECT j.queue FROM jobs j WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
-        UNION ALL
-        SELECT (SELECT j.queue FROM jobs j
-                WHERE j.state = 'queued' AND j.queue > a.queue
-                ORDER BY j.queue LIMIT 1)
-        FROM all_queues a
-        WHERE a.queue IS NOT NULL
-    ), wanted AS (
-        SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND _jobs_claim_limited.queues IS NULL
-        UNION
-        SELECT q.queue FROM unnest(_jobs_claim_limited.queues) AS q(queue)
-    ), unlimited AS (
-        SELECT w.queue
-        FROM wanted w
-        WHERE w.queue <> ALL (v_limited)
-          -- Not only paused ones: a queue with settings that this call did not lock (paused
-          -- when the loop looked and resumed since, or limited since) gives nothing now; the
-          -- resume's NOTIFY wakes the next claim, which takes the locked path.
-          AND NOT EXISTS (SELECT FROM jobs_queues q
-                          WHERE q.queue = w.queue
-                            AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL
-                                 OR q.max_starts IS NOT NULL))
-    ), candidates AS (
-        SELECT c.id, c.priority, c.run_at
-        FROM unlimited u
-        CROSS JOIN LATERAL (
-            SELECT j.id, j.priority, j.run_at
-            FROM jobs j
-            WHERE j.state = 'queued'
-              AND j.queue = u.queue
-              AND j.run_at <= now()
-            ORDER BY j.priority, j.run_at, j.id
-            LIMIT _jobs_claim_limited.max_jobs
-            FOR NO KEY UPDATE SKIP LOCKED
-        ) c
-        UNION ALL
-        SELECT t.id, t.priority, t.run_at FROM unnest(v_ids, v_pris, v_run_ats) AS t(id, priority, run_at)
-    ), picked AS (
-        SELECT c.id FROM candidates c
+    v_rows := ARRAY(
+        WITH RECURSIVE all_queues AS (
+            (SELECT q.queue FROM jobs_queued q ORDER BY q.queue LIMIT 1)
+            UNION ALL
+            SELECT (SELECT q.queue FROM jobs_queued q
+                    WHERE q.queue > a.queue
+                    ORDER BY q.queue LIMIT 1)
+            FROM all_queues a
+            WHERE a.queue IS NOT NULL
+        ), wanted AS (
+            SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND _jobs_claim_limited.queues IS NULL
+            UNION
+            SELECT w.queue FROM unnest(_jobs_claim_limited.queues) AS w(queue)
+        ), unlimited AS (
+            SELECT w.queue
+            FROM wanted w
+            WHERE w.queue <> ALL (v_limited)
+              -- Not only paused ones: a queue with settings that this call did not lock (paused
+              -- when the loop looked and resumed since, or limited since) gives nothing now; the
+              -- resume's NOTIFY wakes the next claim, which takes the locked path.
+              AND NOT EXISTS (SELECT FROM jobs_queues s
+                              WHERE s.queue = w.queue
+                                AND (s.paused OR s.max_running IS NOT NULL OR s.per_key IS NOT NULL
+                                     OR s.max_starts IS NOT NULL))
+        ), candidates AS (
+            SELECT c.row, c.id, c.priority, c.run_at
+            FROM unlimited u
+            CROSS JOIN LATERAL (
+                SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                FROM jobs_queued q
+                WHERE q.queue = u.queue
+                  AND q.run_at <= now()
+                ORDER BY q.priority, q.run_at, q.id
+                LIMIT _jobs_claim_limited.max_jobs
+                FOR UPDATE SKIP LOCKED
+            ) c
+            UNION ALL
+            SELECT t.row, t.id, t.priority, t.run_at
+            FROM unnest(v_rows, v_ids, v_pris, v_run_ats) AS t(row, id, priority, run_at)
+        )
+        SELECT c.row FROM candidates c
         ORDER BY c.priority, c.run_at, c.id
-        LIMIT _jobs_claim_limited.max_jobs
-    ), claimed AS (
-        UPDATE jobs j
-        -- A job whose attempts are at the integer limit has no attempt number (fencing token)
-        -- left: it goes dead here, with the reason in last_error, instead of raising 22003
-        -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
-        SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
-            attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
-            lease_holder = CASE WHEN j.attempts < 2147483647 THEN _jobs_claim_limited.worker ELSE j.lease_holder END,
-            lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
-            lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + _jobs_claim_limited.lease END,
-            started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
-            finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
-            last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
-            errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                          ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                                                'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                                'worker', _jobs_claim_limited.worker)) END
-        -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey (see jobs_claim).
-        WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
-        RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                  j.lease_expires_at, j.created_at, j.meta, j.state
+        LIMIT _jobs_claim_limited.max_jobs);
+    RETURN QUERY
+    WITH claimed AS (
+        SELECT * FROM _jobs_claim_take(_jobs_claim_limited.worker, _jobs_claim_limited.lease, v_rows)
     ), logged AS (
         INSERT INTO jobs_queue_starts (queue, started_at)
         SELECT c.queue, now()
         FROM claimed c
-        WHERE c.queue = ANY (v_rate_queues) AND c.state = 'running'
+        WHERE c.queue = ANY (v_rate_queues)
     )
-    SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
-           c.lease_expires_at, c.created_at, c.meta
-    FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
+    SELECT * FROM claimed c ORDER BY c.priority, c.run_at, c.id;
 END;
 $$;
 

@@ -28,9 +28,25 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    v_state jobs_state;
+    v_claim bigint;
 BEGIN
     IF jobs_cancel.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_cancel', 'id', 'must not be NULL');
+    END IF;
+
+    -- A queued job leaves jobs_queued first: the order claims lock in. A claim holding the
+    -- row is waited for; the job is then running, and cancelled as such.
+    DELETE FROM jobs_queued q
+    WHERE (q.queue, q.priority, q.run_at, q.id) =
+          (SELECT j.queue, j.priority, j.run_at, j.id FROM jobs j WHERE j.id = jobs_cancel.id AND j.state = 'queued');
+
+    SELECT j.state, j.claim_id INTO v_state, v_claim
+    FROM jobs j
+    WHERE j.id = jobs_cancel.id
+    FOR NO KEY UPDATE;
+    IF v_state IS NULL OR v_state NOT IN ('queued', 'running') THEN
+        RETURN false;
     END IF;
 
     UPDATE jobs j
@@ -39,10 +55,9 @@ BEGIN
         lease_expires_at = NULL,
         lease_role = NULL
     WHERE j.id = jobs_cancel.id
-      AND j.state IN ('queued', 'running')
     RETURNING j.queue INTO v_queue;
-    IF NOT FOUND THEN
-        RETURN false;
+    IF v_state = 'running' THEN
+        PERFORM _jobs_claims_release(ARRAY[v_claim]);
     END IF;
 
     -- A slot of a concurrency-limited queue may have come back (when the job was running):
@@ -78,6 +93,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    v_claim bigint;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -105,10 +121,11 @@ BEGIN
       AND j.state = 'running'
       AND j.attempts = jobs_cancel.attempt
       AND (j.lease_role IS NULL OR j.lease_role = v_login)
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
     -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)

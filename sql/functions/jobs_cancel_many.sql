@@ -7,13 +7,16 @@
 --           false, jobs_fail returns NULL and jobs_heartbeat returns false. Queued jobs are
 --           taken before running ones. To cancel everything that matches, call it until it
 --           returns 0 (docs/sql-api.md).
--- Safe while workers run: rows are taken FOR NO KEY UPDATE SKIP LOCKED, so the call never
---           waits for a row lock and cannot deadlock with claims, completions, heartbeats
---           or another bulk action. A job whose row a worker is changing at that instant (a
+-- Safe while workers run: rows are taken SKIP LOCKED (queued jobs' jobs_queued rows FOR
+--           UPDATE, running jobs FOR NO KEY UPDATE), so the call never waits for a job's row
+--           lock and cannot deadlock with claims, completions, heartbeats or another bulk
+--           action; the one wait is for a completion in progress of another job of the same
+--           claim (both lower its jobs_claims running count). A job whose row a worker is changing at that instant (a
 --           claim, completion or heartbeat in progress, or a handler's open CompleteTx) is
 --           left for the next call; by then it may have finished, and is left alone.
--- Cost:     queued jobs are read through jobs_ready_idx, running ones through
---           jobs_running_lease_idx; ids through jobs_pkey. Planned for each call's arguments.
+-- Cost:     queued jobs are read through jobs_queued (jobs_ready_idx), running ones
+--           through the jobs listed by jobs_claims; ids through jobs_pkey. Planned for each
+--           call's arguments.
 --           When a cancelled job's queue has a concurrency limit, NOTIFYs jobs_ready with the
 --           queue name at commit, once per queue, as jobs_cancel does.
 -- Locks:    the cancelled rows, until the caller's transaction ends.
@@ -37,36 +40,49 @@ SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_picked bigint[] := '{}';
-    v_count  integer;
-    v_woken  integer;
+    v_queued  bigint[] := '{}';
+    v_running bigint[] := '{}';
+    v_count   integer;
+    v_claims  bigint[];
+    v_queues  text[];
 BEGIN
     PERFORM _jobs_check_bulk_args('jobs_cancel_many', jobs_cancel_many.states, '{queued, running}',
                                   jobs_cancel_many.max_jobs);
 
-    -- Two reads, one per partial index (a single state IN (...) read could use neither).
+    -- Queued jobs leave jobs_queued first (the order claims lock in): their rows there are
+    -- taken SKIP LOCKED (a claim holding one gets the job) and deleted.
     IF 'queued' = ANY (jobs_cancel_many.states) THEN
-        v_picked := ARRAY(
-            SELECT j.id
+        WITH picked AS (
+            SELECT q.ctid AS row
             FROM jobs j
+            JOIN jobs_queued q ON (q.queue, q.priority, q.run_at, q.id) = (j.queue, j.priority, j.run_at, j.id)
             WHERE j.state = 'queued'
               AND (jobs_cancel_many.ids IS NULL OR j.id = ANY (jobs_cancel_many.ids))
               AND (jobs_cancel_many.queue IS NULL OR j.queue = jobs_cancel_many.queue)
               AND (jobs_cancel_many.kind IS NULL OR j.kind = jobs_cancel_many.kind)
             LIMIT jobs_cancel_many.max_jobs
-            FOR NO KEY UPDATE SKIP LOCKED);
+            FOR UPDATE OF q SKIP LOCKED
+        ), taken AS (
+            DELETE FROM jobs_queued q
+            WHERE q.ctid = ANY (ARRAY(SELECT picked.row FROM picked))
+            RETURNING q.id
+        )
+        SELECT coalesce(array_agg(taken.id), '{}') INTO v_queued FROM taken;
     END IF;
-    IF 'running' = ANY (jobs_cancel_many.states) AND cardinality(v_picked) < jobs_cancel_many.max_jobs THEN
-        v_picked := v_picked || ARRAY(
+    -- Running jobs: those listed by jobs_claims (of the queue) and still running, or the ids.
+    IF 'running' = ANY (jobs_cancel_many.states) AND cardinality(v_queued) < jobs_cancel_many.max_jobs THEN
+        v_running := ARRAY(
             SELECT j.id
             FROM jobs j
-            -- The running jobs, as jobs_running_lease_idx's predicate (jobs_lease_valid).
-            WHERE j.lease_expires_at IS NOT NULL
+            WHERE j.id = ANY (coalesce(jobs_cancel_many.ids,
+                                       ARRAY(SELECT u.id
+                                             FROM jobs_claims c
+                                             CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+                                             WHERE jobs_cancel_many.queue IS NULL OR c.queue = jobs_cancel_many.queue)))
               AND j.state = 'running'
-              AND (jobs_cancel_many.ids IS NULL OR j.id = ANY (jobs_cancel_many.ids))
               AND (jobs_cancel_many.queue IS NULL OR j.queue = jobs_cancel_many.queue)
               AND (jobs_cancel_many.kind IS NULL OR j.kind = jobs_cancel_many.kind)
-            LIMIT jobs_cancel_many.max_jobs - cardinality(v_picked)
+            LIMIT jobs_cancel_many.max_jobs - cardinality(v_queued)
             FOR NO KEY UPDATE SKIP LOCKED);
     END IF;
 
@@ -78,18 +94,23 @@ BEGIN
             finished_at = now(),
             lease_expires_at = NULL,
             lease_role = NULL
-        WHERE j.id = ANY (v_picked)
+        WHERE j.id = ANY (v_queued || v_running)
           AND j.state IN ('queued', 'running')
-        RETURNING j.queue
-    ), notified AS (
-        -- As jobs_cancel: slots of concurrency-limited queues may have come back, so wake
-        -- the workers waiting for one (once per queue).
-        SELECT pg_notify('jobs_ready', q.queue)
-        FROM jobs_queues q
-        WHERE q.queue IN (SELECT c.queue FROM cancelled c)
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL)
+        RETURNING j.id, j.queue, j.claim_id
     )
-    SELECT (SELECT count(*) FROM cancelled), (SELECT count(*) FROM notified) INTO v_count, v_woken;
+    SELECT count(*)::integer,
+           coalesce(array_agg(c.claim_id) FILTER (WHERE c.id = ANY (v_running)), '{}'),
+           coalesce(array_agg(DISTINCT c.queue), '{}')
+    INTO v_count, v_claims, v_queues
+    FROM cancelled c;
+    PERFORM _jobs_claims_release(v_claims);
+
+    -- As jobs_cancel: slots of concurrency-limited queues may have come back, so wake the
+    -- workers waiting for one (once per queue).
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = ANY (v_queues)
+      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
     RETURN v_count;
 END;
 $$;

@@ -2,11 +2,13 @@
 --
 -- Promises: takes queued jobs with run_at <= now() from the given queues (NULL: every
 --           queue), best first by (priority, run_at, id), and returns them in that order.
---           No two callers ever get the same job: rows are picked with FOR NO KEY UPDATE
---           SKIP LOCKED, so concurrent claimers pass over each other's rows instead of
---           waiting. FOR NO KEY UPDATE is the lock the UPDATE takes anyway; unlike FOR
---           UPDATE it does not conflict with the FOR KEY SHARE lock that an insert into a
---           table with a foreign key to jobs takes, so such inserts hide no job from claims.
+--           No two callers ever get the same job: the queued jobs' rows in jobs_queued are
+--           picked FOR UPDATE SKIP LOCKED, so concurrent claimers pass over each other's
+--           picks instead of waiting, and each claim deletes the rows it takes. The job rows
+--           themselves are then updated (FOR NO KEY UPDATE, which does not conflict with the
+--           FOR KEY SHARE lock that an insert into a table with a foreign key to jobs takes).
+--           The update is HOT: no index of jobs names a column it changes (fillfactor 40
+--           leaves the room on the page). See _jobs_claim_take.
 --           Each claimed job moves to running with attempts + 1; the new attempts value is
 --           the job's fencing token (returned as attempt) that jobs_complete, jobs_fail,
 --           jobs_heartbeat and jobs_snooze must quote back. The claim also records the
@@ -24,13 +26,16 @@
 --           bind the claims that start after it. A claim in a REPEATABLE READ or SERIALIZABLE
 --           transaction sees jobs_queues as of its snapshot: settings committed after the
 --           snapshot do not bind it (call it in autocommit or READ COMMITTED).
--- Locks:    row locks on the claimed jobs until the caller's transaction ends (call it in
---           autocommit or a short transaction). With several queues, rows examined but not
---           chosen stay locked until then too, and other claimers skip them meanwhile.
+-- Locks:    the picked jobs_queued rows, then the claimed jobs' rows, until the caller's
+--           transaction ends (call it in autocommit or a short transaction). A job row that
+--           another transaction holds (SELECT ... FOR UPDATE of jobs) is waited for. With
+--           several queues, jobs_queued rows examined but not chosen stay locked until then
+--           too, and other claimers skip them meanwhile.
 --           A limited queue's jobs_queues row is locked until then too (claims of that
 --           queue take turns).
 -- States:   queued -> running; sets lease_holder = worker, lease_role = session_user,
---           lease_expires_at = now() + lease, started_at = now(). A picked job whose attempts
+--           lease_expires_at = now() + lease, started_at = now(), claim_id (the claim's
+--           jobs_claims row, which lists the lease for jobs_requeue_expired). A picked job whose attempts
 --           are already at 2147483647 (the integer limit: no new fencing token left) goes
 --           queued -> dead instead, with
 --           finished_at = now(), last_error 'no attempt left: attempts is at its limit,
@@ -51,12 +56,16 @@ RETURNS SETOF jobs_claimed
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path FROM CURRENT
+-- jobs_queued's statistics lag its size (empty at one ANALYZE, a backlog of a million by the
+-- next): estimating a few rows, the planner would read every queued job of the queue with a
+-- bitmap scan and sort them, for each claim. Without bitmap scans the pick is the ordered
+-- range scan of jobs_ready_idx that stops at max_jobs, whatever the statistics say.
+SET enable_bitmapscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    -- The login claiming, recorded as each job's lease_role: session_user is the login even
-    -- inside this SECURITY DEFINER function and after SET ROLE (the fenced calls compare it).
-    v_login regrole := to_regrole(quote_ident(session_user));
+    -- The jobs_queued rows picked, locked until the transaction ends.
+    v_rows tid[];
 BEGIN
     IF jobs_claim.worker IS NULL OR jobs_claim.worker = '' OR octet_length(jobs_claim.worker) > 200 THEN
         PERFORM _jobs_invalid('jobs_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
@@ -88,105 +97,51 @@ BEGIN
 
     IF cardinality(jobs_claim.queues) = 1 THEN
         -- The common case, one queue: a single ordered range scan of jobs_ready_idx.
-        RETURN QUERY
-        WITH picked AS (
-            SELECT j.id
-            FROM jobs j
-            WHERE j.state = 'queued'
-              AND j.queue = jobs_claim.queues[array_lower(jobs_claim.queues, 1)]
-              AND j.run_at <= now()
-            ORDER BY j.priority, j.run_at, j.id
+        v_rows := ARRAY(
+            SELECT q.ctid
+            FROM jobs_queued q
+            WHERE q.queue = jobs_claim.queues[array_lower(jobs_claim.queues, 1)]
+              AND q.run_at <= now()
+            ORDER BY q.priority, q.run_at, q.id
             LIMIT jobs_claim.max_jobs
-            FOR NO KEY UPDATE SKIP LOCKED
-        ), claimed AS (
-            UPDATE jobs j
-            -- A job whose attempts are at the integer limit has no attempt number (fencing token)
-            -- left: it goes dead here, with the reason in last_error, instead of raising 22003
-            -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
-            SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
-                attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
-                lease_holder = CASE WHEN j.attempts < 2147483647 THEN jobs_claim.worker ELSE j.lease_holder END,
-                lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
-                lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + jobs_claim.lease END,
-                started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
-                finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
-                last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
-                errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                                    'worker', jobs_claim.worker)) END
-            -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
-            -- with picked may be planned as a hash join over a scan of the whole table.
-            WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
-            RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at, j.meta, j.state
-        )
-        SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
-               c.lease_expires_at, c.created_at, c.meta
-        FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
+            FOR UPDATE SKIP LOCKED);
     ELSE
         -- Several or all queues: take the best max_jobs of each queue (each an ordered scan of
         -- jobs_ready_idx), then the best max_jobs of those. For all queues the queue names come
         -- from a skip scan of the same index, one probe per queue that has queued jobs.
-        RETURN QUERY
-        WITH RECURSIVE all_queues AS (
-            (SELECT j.queue FROM jobs j WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
-            UNION ALL
-            SELECT (SELECT j.queue FROM jobs j
-                    WHERE j.state = 'queued' AND j.queue > a.queue
-                    ORDER BY j.queue LIMIT 1)
-            FROM all_queues a
-            WHERE a.queue IS NOT NULL
-        ), wanted AS (
-            SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND jobs_claim.queues IS NULL
-            UNION
-            SELECT q.queue FROM unnest(jobs_claim.queues) AS q(queue)
-        ), candidates AS (
-            SELECT c.id, c.priority, c.run_at
-            FROM wanted w
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.run_at
-                FROM jobs j
-                WHERE j.state = 'queued'
-                  AND j.queue = w.queue
-                  AND j.run_at <= now()
-                ORDER BY j.priority, j.run_at, j.id
-                LIMIT jobs_claim.max_jobs
-                FOR NO KEY UPDATE SKIP LOCKED
-            ) c
-        ), picked AS (
-            SELECT c.id FROM candidates c
+        v_rows := ARRAY(
+            WITH RECURSIVE all_queues AS (
+                (SELECT q.queue FROM jobs_queued q ORDER BY q.queue LIMIT 1)
+                UNION ALL
+                SELECT (SELECT q.queue FROM jobs_queued q
+                        WHERE q.queue > a.queue
+                        ORDER BY q.queue LIMIT 1)
+                FROM all_queues a
+                WHERE a.queue IS NOT NULL
+            ), wanted AS (
+                SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND jobs_claim.queues IS NULL
+                UNION
+                SELECT w.queue FROM unnest(jobs_claim.queues) AS w(queue)
+            ), candidates AS (
+                SELECT c.row, c.priority, c.run_at, c.id
+                FROM wanted w
+                CROSS JOIN LATERAL (
+                    SELECT q.ctid AS row, q.priority, q.run_at, q.id
+                    FROM jobs_queued q
+                    WHERE q.queue = w.queue
+                      AND q.run_at <= now()
+                    ORDER BY q.priority, q.run_at, q.id
+                    LIMIT jobs_claim.max_jobs
+                    FOR UPDATE SKIP LOCKED
+                ) c
+            )
+            SELECT c.row FROM candidates c
             ORDER BY c.priority, c.run_at, c.id
-            LIMIT jobs_claim.max_jobs
-        ), claimed AS (
-            UPDATE jobs j
-            -- A job whose attempts are at the integer limit has no attempt number (fencing token)
-            -- left: it goes dead here, with the reason in last_error, instead of raising 22003
-            -- for the whole batch. Only a forever-snoozed job gets there (jobs_snooze).
-            SET state = CASE WHEN j.attempts < 2147483647 THEN 'running' ELSE 'dead' END::jobs_state,
-                attempts = CASE WHEN j.attempts < 2147483647 THEN j.attempts + 1 ELSE j.attempts END,
-                lease_holder = CASE WHEN j.attempts < 2147483647 THEN jobs_claim.worker ELSE j.lease_holder END,
-                lease_role = CASE WHEN j.attempts < 2147483647 THEN v_login END,
-                lease_expires_at = CASE WHEN j.attempts < 2147483647 THEN now() + jobs_claim.lease END,
-                started_at = CASE WHEN j.attempts < 2147483647 THEN now() ELSE j.started_at END,
-                finished_at = CASE WHEN j.attempts < 2147483647 THEN j.finished_at ELSE now() END,
-                last_error = CASE WHEN j.attempts < 2147483647 THEN j.last_error ELSE 'no attempt left: attempts is at its limit, 2147483647' END,
-                errors = CASE WHEN j.attempts < 2147483647 THEN j.errors
-                              ELSE _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
-                                                                                    'error', 'no attempt left: attempts is at its limit, 2147483647',
-                                                                                    'worker', jobs_claim.worker)) END
-            -- = ANY(ARRAY(...)) makes the update find its rows through jobs_pkey; a join
-            -- with picked may be planned as a hash join over a scan of the whole table.
-            WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
-            RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                      j.lease_expires_at, j.created_at, j.meta, j.state
-        )
-        SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
-               c.lease_expires_at, c.created_at, c.meta
-        FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
+            LIMIT jobs_claim.max_jobs);
     END IF;
+    RETURN QUERY SELECT * FROM _jobs_claim_take(jobs_claim.worker, jobs_claim.lease, v_rows);
 END;
 $$;
 
 COMMENT ON FUNCTION jobs_claim(text, integer, text[], interval) IS
-    'skiplock: leases up to max_jobs ready jobs (priority, run_at, id order; FOR NO KEY UPDATE SKIP LOCKED) to worker and returns them with their attempt (fencing token).';
+    'skiplock: leases up to max_jobs ready jobs (priority, run_at, id order; SKIP LOCKED) to worker and returns them with their attempt (fencing token).';

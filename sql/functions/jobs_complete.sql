@@ -31,6 +31,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    v_claim bigint;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -50,7 +51,7 @@ BEGIN
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
-        RETURNING j.queue INTO v_queue;
+        RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     ELSE
         UPDATE jobs j
         SET state = 'done',
@@ -61,11 +62,12 @@ BEGIN
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
-        RETURNING j.queue INTO v_queue;
+        RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     END IF;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
     -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)

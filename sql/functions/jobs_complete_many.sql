@@ -27,8 +27,11 @@ AS $$
 DECLARE
     v_pair   record;
     v_id     bigint;
+    v_ids    bigint[];
     v_queue  text;
     v_queues text[] := '{}';
+    v_claim  bigint;
+    v_claims bigint[] := '{}';
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -49,14 +52,16 @@ BEGIN
               AND j.attempts = v_pair.attempt
               AND j.state = 'running'
               AND (j.lease_role IS NULL OR j.lease_role = v_login)
-            RETURNING j.id, j.queue INTO v_id, v_queue;
+            RETURNING j.id, j.queue, j.claim_id INTO v_id, v_queue, v_claim;
             IF FOUND THEN
                 RETURN NEXT v_id;
+                v_claims := v_claims || v_claim;
                 IF v_queue <> ALL (v_queues) THEN
                     v_queues := v_queues || v_queue;
                 END IF;
             END IF;
         END LOOP;
+        PERFORM _jobs_claims_release(v_claims);
         -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
         PERFORM pg_notify('jobs_ready', q.queue)
         FROM jobs_queues q
@@ -65,7 +70,6 @@ BEGIN
         RETURN;
     END IF;
 
-    RETURN QUERY
     -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which its row lock
     -- keeps from being flattened into a join), in id order, so the cost follows the batch,
     -- not the number of running jobs, whatever plan the statistics suggest.
@@ -90,16 +94,20 @@ BEGIN
             lease_expires_at = NULL,
             lease_role = NULL
         WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
-        RETURNING j.id, j.queue
-    ), woken AS (
-        -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
-        SELECT pg_notify('jobs_ready', q.queue)
-        FROM jobs_queues q
-        WHERE q.queue IN (SELECT d.queue FROM done d)
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL)
+        RETURNING j.id, j.queue, j.claim_id
     )
-    -- Referencing woken is what runs it (once, over all of done).
-    SELECT d.id FROM done d WHERE (SELECT count(*) FROM woken) >= 0;
+    SELECT coalesce(array_agg(d.id), '{}'), coalesce(array_agg(DISTINCT d.queue), '{}'),
+           coalesce(array_agg(d.claim_id), '{}')
+    INTO v_ids, v_queues, v_claims
+    FROM done d;
+
+    PERFORM _jobs_claims_release(v_claims);
+    -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = ANY (v_queues)
+      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    RETURN QUERY SELECT unnest(v_ids);
 END;
 $$;
 

@@ -5,9 +5,10 @@
 --           also NOTIFYs channel jobs_ready with the queue name as payload; NOTIFY is
 --           delivered at commit, so a rollback wakes no one.
 --           With unique_key: while a job with the same queue and unique_key is queued or
---           running, returns that job's id and inserts nothing (enforced by the unique index
---           jobs_unique_key_idx, so concurrent callers cannot both insert; a caller racing an
---           uncommitted insert of the same key waits for it to commit or roll back).
+--           running, returns that job's id and inserts nothing (enforced by the key's row in
+--           jobs_unique_keys, constraint jobs_unique_key_idx, so concurrent callers cannot both
+--           insert; a caller racing an uncommitted insert of the same key waits for it to
+--           commit or roll back).
 --           concurrency_key: jobs of a queue sharing it count together against the queue's
 --           per_key limit (jobs_set_concurrency); NULL counts against max_running only.
 --           meta: a JSON object stored with the job for tools, not for the handler (the
@@ -79,36 +80,41 @@ BEGIN
         PERFORM _jobs_invalid('jobs_enqueue', 'notify', 'must not be NULL');
     END IF;
 
-    IF jobs_enqueue.unique_key IS NULL THEN
-        INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, concurrency_key, meta)
-        VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
-                jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.concurrency_key, jobs_enqueue.meta)
-        RETURNING id INTO v_id;
-    ELSE
-        -- The live job holding the key can finish between our failed insert and the lookup;
-        -- then the key is free again and the next round inserts.
+    IF jobs_enqueue.unique_key IS NOT NULL THEN
+        -- The key first: its row in jobs_unique_keys is the lock that makes concurrent
+        -- callers with the same key take turns. The live job holding the key can finish
+        -- between our failed insert and the lookup; then the key is free again and the next
+        -- round inserts.
         LOOP
-            INSERT INTO jobs (queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta)
-            VALUES (jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.run_at,
-                    jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
-                    jobs_enqueue.concurrency_key, jobs_enqueue.meta)
-            ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
-            DO NOTHING
+            INSERT INTO jobs_unique_keys (queue, unique_key, id)
+            VALUES (jobs_enqueue.queue, jobs_enqueue.unique_key, nextval('jobs_id_seq'))
+            ON CONFLICT (queue, unique_key) DO NOTHING
             RETURNING id INTO v_id;
             IF v_id IS NOT NULL THEN
                 EXIT;
             END IF;
 
-            SELECT j.id INTO v_id
-            FROM jobs j
-            WHERE j.queue = jobs_enqueue.queue
-              AND j.unique_key = jobs_enqueue.unique_key
-              AND j.state IN ('queued', 'running');
+            SELECT k.id INTO v_id
+            FROM jobs_unique_keys k
+            WHERE k.queue = jobs_enqueue.queue
+              AND k.unique_key = jobs_enqueue.unique_key;
             IF v_id IS NOT NULL THEN
                 RETURN v_id;
             END IF;
         END LOOP;
     END IF;
+
+    -- The job, and its row in jobs_queued (what claims find it by).
+    WITH inserted AS (
+        INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta)
+        VALUES (coalesce(v_id, nextval('jobs_id_seq')), jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload,
+                jobs_enqueue.run_at, jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
+                jobs_enqueue.concurrency_key, jobs_enqueue.meta)
+        RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
+    )
+    INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+    SELECT i.queue, i.priority, i.run_at, i.id, i.concurrency_key FROM inserted i
+    RETURNING jobs_queued.id INTO v_id;
 
     IF jobs_enqueue.notify AND jobs_enqueue.run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', jobs_enqueue.queue);

@@ -190,7 +190,10 @@ BEGIN
                                                                                    priority, max_attempts,
                                                                                    concurrency_key, meta, ord)
             ORDER BY t.ord
-            RETURNING id
+            RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
+        ), queued AS (
+            INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+            SELECT i.queue, i.priority, i.run_at, i.id, i.concurrency_key FROM inserted i
         )
         SELECT i.id FROM inserted i ORDER BY i.id;
     ELSE
@@ -199,6 +202,21 @@ BEGIN
         v_ids := ARRAY(SELECT nextval('jobs_id_seq') FROM generate_series(1, v_n));
         v_drawn := v_ids;
 
+        -- The keys first, in key order, not input order (each input keeps the id drawn for
+        -- it): two batches waiting on each other's uncommitted keys then always wait in the
+        -- same order, so they cannot deadlock. t.ord keeps the earlier of two equal keys first.
+        WITH taken AS (
+            INSERT INTO jobs_unique_keys (queue, unique_key, id)
+            SELECT t.queue, t.unique_key, v_ids[t.ord]
+            FROM unnest(v_queues, v_unique_keys) WITH ORDINALITY AS t(queue, unique_key, ord)
+            WHERE t.unique_key IS NOT NULL
+            ORDER BY t.queue, t.unique_key, t.ord
+            ON CONFLICT (queue, unique_key) DO NOTHING
+            RETURNING id
+        )
+        SELECT coalesce(array_agg(k.id), '{}') INTO v_inserted FROM taken k;
+
+        -- The jobs without a key and those whose key was free.
         WITH inserted AS (
             INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key,
                               meta)
@@ -207,47 +225,46 @@ BEGIN
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
                         v_max_attempts, v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY
                  AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key, meta, ord)
-            -- Inserted in key order, not input order (each input keeps the id drawn for it):
-            -- two batches waiting on each other's uncommitted keys then always wait in the
-            -- same order, so they cannot deadlock. t.ord keeps the earlier of two equal keys first.
-            ORDER BY t.queue, t.unique_key, t.ord
-            ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
-            DO NOTHING
-            RETURNING id
+            WHERE t.unique_key IS NULL OR v_ids[t.ord] = ANY (v_inserted)
+            ORDER BY t.ord
+            RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
         )
-        SELECT array_agg(i.id) INTO v_inserted FROM inserted i;
+        INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+        SELECT i.queue, i.priority, i.run_at, i.id, i.concurrency_key FROM inserted i;
 
-        IF coalesce(cardinality(v_inserted), 0) < v_n THEN
-            FOR v_missing IN
-                SELECT t.ord
-                FROM unnest(v_ids) WITH ORDINALITY AS t(id, ord)
-                LEFT JOIN unnest(v_inserted) AS i(id) ON i.id = t.id
-                WHERE i.id IS NULL
-                ORDER BY t.ord
+        FOR v_missing IN
+            SELECT t.ord
+            FROM unnest(v_ids, v_unique_keys) WITH ORDINALITY AS t(id, unique_key, ord)
+            WHERE t.unique_key IS NOT NULL AND NOT t.id = ANY (v_inserted)
+            ORDER BY t.ord
+        LOOP
+            -- Same loop as jobs_enqueue: the key's holder may finish before we look it up.
             LOOP
-                -- Same loop as jobs_enqueue: the key's holder may finish before we look it up.
-                LOOP
-                    SELECT j.id INTO v_id
-                    FROM jobs j
-                    WHERE j.queue = v_queues[v_missing.ord]
-                      AND j.unique_key = v_unique_keys[v_missing.ord]
-                      AND j.state IN ('queued', 'running');
-                    EXIT WHEN FOUND;
+                SELECT k.id INTO v_id
+                FROM jobs_unique_keys k
+                WHERE k.queue = v_queues[v_missing.ord]
+                  AND k.unique_key = v_unique_keys[v_missing.ord];
+                EXIT WHEN FOUND;
 
+                INSERT INTO jobs_unique_keys (queue, unique_key, id)
+                VALUES (v_queues[v_missing.ord], v_unique_keys[v_missing.ord], v_ids[v_missing.ord])
+                ON CONFLICT (queue, unique_key) DO NOTHING
+                RETURNING id INTO v_id;
+                IF v_id IS NOT NULL THEN
                     INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key,
                                       concurrency_key, meta)
-                    VALUES (v_ids[v_missing.ord], v_queues[v_missing.ord], v_kinds[v_missing.ord],
+                    VALUES (v_id, v_queues[v_missing.ord], v_kinds[v_missing.ord],
                             v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
                             v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord],
-                            v_metas[v_missing.ord])
-                    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
-                    DO NOTHING
-                    RETURNING id INTO v_id;
-                    EXIT WHEN v_id IS NOT NULL;
-                END LOOP;
-                v_ids[v_missing.ord] := v_id;
+                            v_metas[v_missing.ord]);
+                    INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+                    VALUES (v_queues[v_missing.ord], v_priorities[v_missing.ord], v_run_ats[v_missing.ord], v_id,
+                            v_conc_keys[v_missing.ord]);
+                    EXIT;
+                END IF;
             END LOOP;
-        END IF;
+            v_ids[v_missing.ord] := v_id;
+        END LOOP;
 
         RETURN QUERY SELECT t.id FROM unnest(v_ids) WITH ORDINALITY AS t(id, ord) ORDER BY t.ord;
     END IF;

@@ -27,6 +27,7 @@ DECLARE
     v_state  jobs_state;
     v_queue  text;
     v_run_at timestamptz;
+    v_claim  bigint;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -59,7 +60,12 @@ BEGIN
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt
       AND (j.lease_role IS NULL OR j.lease_role = v_login)
-    RETURNING j.state, j.queue, j.run_at INTO v_state, v_queue, v_run_at;
+    RETURNING j.state, j.queue, j.run_at, j.claim_id INTO v_state, v_queue, v_run_at, v_claim;
+    IF v_state IS NULL THEN
+        RETURN NULL;
+    END IF;
+    -- Requeued, the job is back in jobs_queued (trigger jobs_queued_sync).
+    PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
     IF v_state = 'queued' AND v_run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', v_queue);

@@ -19,6 +19,8 @@ DECLARE
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
+    v_claim bigint;
+    v_lease timestamptz;
 BEGIN
     IF jobs_heartbeat.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_heartbeat', 'id', 'must not be NULL');
@@ -35,8 +37,14 @@ BEGIN
     WHERE j.id = jobs_heartbeat.id
       AND j.state = 'running'
       AND j.attempts = jobs_heartbeat.attempt
-      AND (j.lease_role IS NULL OR j.lease_role = v_login);
-    RETURN FOUND;
+      AND (j.lease_role IS NULL OR j.lease_role = v_login)
+    RETURNING j.claim_id, j.lease_expires_at INTO v_claim, v_lease;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    -- A shorter lease than the claim's: jobs_requeue_expired must look at the claim by then.
+    UPDATE jobs_claims c SET expires_at = v_lease WHERE c.claim_id = v_claim AND c.expires_at > v_lease;
+    RETURN true;
 END;
 $$;
 

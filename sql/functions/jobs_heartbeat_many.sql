@@ -26,6 +26,8 @@ DECLARE
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
+    v_claims bigint[];
+    v_claim  record;
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_heartbeat_many', jobs_heartbeat_many.ids, jobs_heartbeat_many.attempts);
     IF jobs_heartbeat_many.lease IS NULL OR jobs_heartbeat_many.lease <= interval '0' OR jobs_heartbeat_many.lease > interval '100 years' THEN
@@ -54,9 +56,22 @@ BEGIN
         UPDATE jobs j
         SET lease_expires_at = now() + jobs_heartbeat_many.lease
         WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
-        RETURNING j.id
+        RETURNING j.id, j.claim_id
     )
-    SELECT coalesce(array_agg(moved.id), '{}') INTO v_extended FROM moved;
+    SELECT coalesce(array_agg(moved.id), '{}'), coalesce(array_agg(DISTINCT moved.claim_id), '{}')
+    INTO v_extended, v_claims
+    FROM moved;
+
+    -- A shorter lease than a claim's: jobs_requeue_expired must look at the claim by then. One
+    -- claim at a time, in claim_id order (the order completions lock them in).
+    FOR v_claim IN
+        SELECT c.claim_id FROM jobs_claims c
+        WHERE c.claim_id = ANY (v_claims) AND c.expires_at > now() + jobs_heartbeat_many.lease
+        ORDER BY c.claim_id
+    LOOP
+        UPDATE jobs_claims c SET expires_at = now() + jobs_heartbeat_many.lease
+        WHERE c.claim_id = v_claim.claim_id AND c.expires_at > now() + jobs_heartbeat_many.lease;
+    END LOOP;
 
     RETURN QUERY SELECT e.id, true FROM unnest(v_extended) AS e(id);
 

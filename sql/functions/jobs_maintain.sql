@@ -25,7 +25,7 @@
 --           it deletes are also taken with SKIP LOCKED, so jobs_prune, jobs_delete_many or a
 --           worker holding a row never make it wait.
 -- Cost:     nothing due: a few index probes. Dead and cancelled jobs are found through
---           jobs_dead_cancelled_idx. Done jobs have no index of their own (completions
+--           jobs_dead_cancelled. Done jobs have no index of their own (completions
 --           would pay for it): they are read along jobs_pkey from the lowest id up to the
 --           first job created after the cutoff (found by a binary search over jobs_pkey,
 --           as ids grow with created_at and a job cannot finish before it was created), so
@@ -172,22 +172,36 @@ BEGIN
                         FOR UPDATE SKIP LOCKED);
                 ELSIF v_state = 'cancelled' THEN
                     v_doomed := ARRAY(
-                        SELECT j.id
-                        FROM jobs j
-                        WHERE j.state = 'cancelled'
-                          AND j.finished_at < v_cutoff
-                        ORDER BY j.finished_at
-                        LIMIT jobs_maintain.max_jobs
-                        FOR UPDATE SKIP LOCKED);
+                        SELECT l.id
+                        FROM jobs_dead_cancelled d
+                        CROSS JOIN LATERAL (
+                            SELECT j.id
+                            FROM jobs j
+                            WHERE j.id = d.id
+                              AND j.state = 'cancelled'
+                              AND j.finished_at < v_cutoff
+                            FOR UPDATE SKIP LOCKED
+                        ) AS l
+                        WHERE d.state = 'cancelled'
+                          AND d.finished_at < v_cutoff
+                        ORDER BY d.finished_at
+                        LIMIT jobs_maintain.max_jobs);
                 ELSE
                     v_doomed := ARRAY(
-                        SELECT j.id
-                        FROM jobs j
-                        WHERE j.state = 'dead'
-                          AND j.finished_at < v_cutoff
-                        ORDER BY j.finished_at
-                        LIMIT jobs_maintain.max_jobs
-                        FOR UPDATE SKIP LOCKED);
+                        SELECT l.id
+                        FROM jobs_dead_cancelled d
+                        CROSS JOIN LATERAL (
+                            SELECT j.id
+                            FROM jobs j
+                            WHERE j.id = d.id
+                              AND j.state = 'dead'
+                              AND j.finished_at < v_cutoff
+                            FOR UPDATE SKIP LOCKED
+                        ) AS l
+                        WHERE d.state = 'dead'
+                          AND d.finished_at < v_cutoff
+                        ORDER BY d.finished_at
+                        LIMIT jobs_maintain.max_jobs);
                 END IF;
                 DELETE FROM jobs j
                 WHERE j.id = ANY (v_doomed);

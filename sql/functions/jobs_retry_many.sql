@@ -24,7 +24,7 @@
 --           for the next call of the drain loop. (Waiting in id order would also avoid
 --           deadlocks, but would stall behind a handler's open CompleteTx transaction.) The
 --           one wait left is on unique keys: while another transaction holds a retried job's
---           unique_key uncommitted, jobs_unique_key_idx makes the call wait for it. The keyed
+--           unique_key uncommitted, jobs_unique_keys makes the call wait for it. The keyed
 --           jobs are first retried in one statement that gives up at the first such wait
 --           (lock_timeout 1 ms) or 23505; then one at a time in (queue, unique_key) order,
 --           the order jobs_enqueue_many inserts keys in, so two calls, or a call and a batch,
@@ -33,7 +33,8 @@
 --           still deadlock with it, as with any two such transactions.) Subtransactions: one
 --           for the first statement, then one per chunk of at least 1000 keyed jobs (at most
 --           about 32 that commit), never one per job.
--- Cost:     the default states ('{dead}') read jobs_dead_cancelled_idx; ids read jobs_pkey.
+-- Cost:     the states are read from jobs_dead_cancelled (never the done jobs); ids read
+--           its primary key.
 --           Planned for each call's arguments (plan_cache_mode = force_custom_plan), so a
 --           NULL filter costs nothing. Jobs without a key take one UPDATE, keyed jobs one
 --           more; only when another transaction holds one of their keys, one UPDATE each.
@@ -88,27 +89,33 @@ BEGIN
                                   jobs_retry_many.max_jobs);
 
     v_picked := ARRAY(
-        SELECT j.id
-        FROM jobs j
-        WHERE j.state IN ('dead', 'cancelled')
-          AND j.state = ANY (jobs_retry_many.states)
-          AND (jobs_retry_many.ids IS NULL OR j.id = ANY (jobs_retry_many.ids))
-          AND (jobs_retry_many.queue IS NULL OR j.queue = jobs_retry_many.queue)
-          AND (jobs_retry_many.kind IS NULL OR j.kind = jobs_retry_many.kind)
-          -- A key a live job holds cannot be retried now; skipping it here (not just in the
-          -- update) lets a drain loop end instead of picking the same jobs forever.
-          AND (j.unique_key IS NULL OR NOT EXISTS (
-                  SELECT FROM jobs l
-                  WHERE l.queue = j.queue
-                    AND l.unique_key = j.unique_key
-                    AND l.state IN ('queued', 'running')))
-          -- What jobs_retry refuses: an id a router would send elsewhere, no attempt left.
-          -- (The shard is read in this statement, whose snapshot is taken once it holds its
-          -- lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
-          AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
-          AND j.attempts < 2147483647
-        LIMIT jobs_retry_many.max_jobs
-        FOR NO KEY UPDATE SKIP LOCKED);
+        SELECT p.id
+        FROM jobs_dead_cancelled d
+        -- One primary-key probe per listed job (the row lock keeps the subquery a probe).
+        CROSS JOIN LATERAL (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.id = d.id
+              AND j.state IN ('dead', 'cancelled')
+              AND j.state = ANY (jobs_retry_many.states)
+              AND (jobs_retry_many.kind IS NULL OR j.kind = jobs_retry_many.kind)
+              -- A key a live job holds cannot be retried now; skipping it here (not just in
+              -- the update) lets a drain loop end instead of picking the same jobs forever.
+              AND (j.unique_key IS NULL OR NOT EXISTS (
+                      SELECT FROM jobs_unique_keys l
+                      WHERE l.queue = j.queue
+                        AND l.unique_key = j.unique_key))
+              -- What jobs_retry refuses: an id a router would send elsewhere, no attempt
+              -- left. (The shard is read in this statement, whose snapshot is taken once it
+              -- holds its lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
+              AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
+              AND j.attempts < 2147483647
+            FOR NO KEY UPDATE SKIP LOCKED
+        ) AS p
+        WHERE d.state = ANY (jobs_retry_many.states)
+          AND (jobs_retry_many.ids IS NULL OR d.id = ANY (jobs_retry_many.ids))
+          AND (jobs_retry_many.queue IS NULL OR d.queue = jobs_retry_many.queue)
+        LIMIT jobs_retry_many.max_jobs);
 
     -- Reported on the last call of a drain loop only: earlier calls would repeat it, and
     -- this reads every matching job (as the pick of such a call does anyway).
@@ -119,8 +126,12 @@ BEGIN
                count(*) FILTER (WHERE j.attempts >= 2147483647),
                min(j.id) FILTER (WHERE j.attempts >= 2147483647)
         INTO v_strays, v_first_stray, v_maxed, v_first_maxed
-        FROM jobs j
-        WHERE j.state IN ('dead', 'cancelled')
+        FROM jobs_dead_cancelled d
+        CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = d.id OFFSET 0) j
+        WHERE d.state = ANY (jobs_retry_many.states)
+          AND (jobs_retry_many.ids IS NULL OR d.id = ANY (jobs_retry_many.ids))
+          AND (jobs_retry_many.queue IS NULL OR d.queue = jobs_retry_many.queue)
+          AND j.state IN ('dead', 'cancelled')
           AND j.state = ANY (jobs_retry_many.states)
           AND (jobs_retry_many.ids IS NULL OR j.id = ANY (jobs_retry_many.ids))
           AND (jobs_retry_many.queue IS NULL OR j.queue = jobs_retry_many.queue)
@@ -152,7 +163,8 @@ BEGIN
     FROM retried r;
 
     -- Jobs with a key: the lowest id of each (queue, unique_key) among the picked. Queued
-    -- again, a job enters jobs_unique_key_idx, which makes the update wait while another
+    -- again, a job's key goes back into jobs_unique_keys (trigger jobs_unique_key_sync),
+    -- which makes the update wait while another
     -- transaction holds the same key uncommitted (an enqueue, a jobs_retry, another call's
     -- retry), then fail with 23505 if that one commits. Two updates taking keys in different
     -- orders can wait for each other: a deadlock.
@@ -233,14 +245,10 @@ BEGIN
                             finished_at = NULL
                         WHERE j.id = v_id
                           AND j.state IN ('dead', 'cancelled')
-                          -- The key as values, not j's columns: going by statistics older
-                          -- than this call, the planner could otherwise read all of
-                          -- jobs_unique_key_idx for each job, as the index grows.
                           AND NOT EXISTS (
-                              SELECT FROM jobs l
+                              SELECT FROM jobs_unique_keys l
                               WHERE l.queue = v_key_queue
-                                AND l.unique_key = v_key
-                                AND l.state IN ('queued', 'running'))
+                                AND l.unique_key = v_key)
                         RETURNING j.queue INTO v_queue;
                         IF FOUND THEN
                             v_chunk_count := v_chunk_count + 1;

@@ -28,6 +28,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_queue text;
+    v_claim bigint;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -61,10 +62,12 @@ BEGIN
       AND j.state = 'running'
       AND j.attempts = jobs_snooze.attempt
       AND (j.lease_role IS NULL OR j.lease_role = v_login)
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    -- Queued again, the job is back in jobs_queued (trigger jobs_queued_sync).
+    PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
     IF jobs_snooze.run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', v_queue);

@@ -90,6 +90,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkStorage(t, url)
 
 	// The faults happened as planned and did something: the run would prove nothing if
 	// the kills found idle workers or the terminations missed the listeners.
@@ -145,6 +146,7 @@ func TestChaosClaimAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkStorage(t, url)
 	if rep.Kills != 4 || rep.OrphansRequeued == 0 {
 		t.Errorf("the run had %d kills and %d orphaned jobs requeued, want 4 kills that orphaned jobs", rep.Kills, rep.OrphansRequeued)
 	}
@@ -199,5 +201,16 @@ func migrate(t *testing.T, url string) {
 	defer conn.Close(ctx)
 	if err := skiplock.Migrate(ctx, conn, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkStorage fails the test when, after a run, the tables that list jobs (jobs_queued,
+// jobs_claims, jobs_unique_keys, jobs_dead_cancelled) disagree with jobs: kills, terminated
+// backends and restarts must leave them as consistent as the jobs themselves.
+func checkStorage(t *testing.T, url string) {
+	t.Helper()
+	conn := pgtest.NewConn(t, url)
+	if p := pgtest.StorageProblems(t, conn); len(p) > 0 {
+		t.Errorf("after the run the tables that list jobs disagree with jobs (%d problems):\n%s", len(p), strings.Join(p, "\n"))
 	}
 }

@@ -172,3 +172,11 @@ func jobState(t *testing.T, b *testBundle, id int64) string {
 	t.Helper()
 	return scalar[string](t, b.super, "SELECT state::text FROM jobs WHERE id = $1", id)
 }
+
+// expireLease makes a running job's lease run out now, as time would: the job's lease and
+// its claim's expires_at (jobs_requeue_expired looks at a claim once that has passed).
+func expireLease(t *testing.T, b *testBundle, id int64) {
+	t.Helper()
+	exec(t, b.super, "UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", id)
+	exec(t, b.super, "UPDATE jobs_claims c SET expires_at = now() - interval '1 second' FROM jobs j WHERE j.id = $1 AND c.claim_id = j.claim_id", id)
+}

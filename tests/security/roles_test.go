@@ -180,7 +180,7 @@ func TestWorker(t *testing.T) {
 		if !scalar[bool](t, worker, "SELECT jobs_snooze($1, 1, now() + interval '1 hour')", ids[3]) {
 			t.Error("jobs_snooze returned false for a held job")
 		}
-		exec(t, b.super, "UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", ids[4])
+		expireLease(t, b, ids[4])
 		if n := scalar[int](t, worker, "SELECT jobs_requeue_expired()"); n != 1 {
 			t.Errorf("jobs_requeue_expired = %d, want 1", n)
 		}

@@ -38,6 +38,10 @@ func TestRetryKeepsJobsReachable(t *testing.T) {
 	if _, err := sh.Exec(ctx, "UPDATE jobs SET id = $1 WHERE id = $2", strayID, dead[1]); err != nil {
 		t.Fatal(err)
 	}
+	// The table that lists the dead jobs too, as if the job had been created with that id.
+	if _, err := sh.Exec(ctx, "UPDATE jobs_dead_cancelled SET id = $1 WHERE id = $2", strayID, dead[1]); err != nil {
+		t.Fatal(err)
+	}
 
 	// Through the proxy the id leads to shard 0, which does not hold the job.
 	if one[bool](t, p, "SELECT jobs_retry($1)", strayID) {

@@ -8,7 +8,7 @@ import (
 // TestClaimFastPathUntouchedByFlowControl: a claim that names no paused or limited queue
 // pays one probe of jobs_queues and is otherwise the claim it was before flow control: an
 // ordered range scan of jobs_ready_idx, never the limited path (jobs_queue_starts,
-// jobs_ready_key_idx, the running-jobs count over jobs_running_lease_idx). Plans are read
+// jobs_ready_key_idx, the running-jobs count over jobs_claims_queue_idx). Plans are read
 // with auto_explain, as TestFencedCallsProbeOneRow does.
 func TestClaimFastPathUntouchedByFlowControl(t *testing.T) {
 	t.Parallel()
@@ -39,7 +39,7 @@ func TestClaimFastPathUntouchedByFlowControl(t *testing.T) {
 	plans := planLog.take()
 	var scans, updates int
 	for _, p := range plans {
-		if strings.Contains(p, "jobs_queue_starts") || strings.Contains(p, "jobs_running_lease_idx") ||
+		if strings.Contains(p, "jobs_queue_starts") || strings.Contains(p, "jobs_claims_queue_idx") ||
 			strings.Contains(p, "jobs_ready_key_idx") || strings.Contains(p, "_jobs_claim_limited") {
 			t.Errorf("a claim of queues without settings, or a fenced call, touched the limited path:\n%s", p)
 		}

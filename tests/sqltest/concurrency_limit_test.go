@@ -493,6 +493,8 @@ func TestSlotReturnNotifies(t *testing.T) {
 	// Lease expiry of a last attempt (dead, so nothing new is ready): only the limited
 	// queue's slot return is announced.
 	mustExec(t, b.Conn, "UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE state = 'running' AND max_attempts = 1")
+	// Their claims too: jobs_requeue_expired looks at a claim once its expires_at has passed.
+	mustExec(t, b.Conn, "UPDATE jobs_claims c SET expires_at = now() - interval '1 second' FROM jobs j WHERE j.claim_id = c.claim_id AND j.state = 'running' AND j.max_attempts = 1")
 	if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 2 {
 		t.Fatalf("jobs_requeue_expired took back %d jobs, want 2", n)
 	}

@@ -155,7 +155,10 @@ func TestRequeueExpiredLastErrorIgnoresSessionSettings(t *testing.T) {
 	b := setup(t)
 	mustExec(t, b.Conn, "SELECT jobs_enqueue('k')")
 	claimOne(t, b.Conn, "w", "", "1 hour")
+	// A lease that ran out at a known instant: the job's and its claim's (jobs_requeue_expired
+	// looks at a claim once its expires_at has passed).
 	mustExec(t, b.Conn, "UPDATE jobs SET lease_expires_at = '2026-11-30 05:33:56.935712+00' WHERE id = 1")
+	mustExec(t, b.Conn, "UPDATE jobs_claims SET expires_at = '2026-11-30 05:33:56.935712+00'")
 	mustExec(t, b.Conn, "SET TimeZone = 'Pacific/Chatham'")
 	mustExec(t, b.Conn, "SET DateStyle = 'SQL, DMY'")
 	if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 1 {

@@ -1,0 +1,377 @@
+-- _jobs_claim_limited: jobs_claim when a requested queue is paused or limited.
+--
+-- Promises: what jobs_claim promises (its arguments are already checked), and that no claim
+--           takes a job of a paused queue or takes a queue over its limits:
+--           - max_running: at most that many jobs of the queue are running at any instant;
+--           - per_key: at most that many running jobs of the queue share a concurrency_key
+--             (jobs without a key count against max_running only);
+--           - max_starts per per: in any window of length per, at most max_starts jobs of
+--             the queue are claimed.
+--           Exact, without counters: a limited queue's jobs_queues row is locked FOR UPDATE
+--           (in queue-name order across queues, so claimers cannot deadlock) until the
+--           claiming transaction ends, so claims of the queue take turns; in READ COMMITTED
+--           every statement after the lock takes a new snapshot and so sees the committed
+--           claims of the previous holder. The queue's running jobs are then counted from its
+--           jobs_claims rows (the sum of their running counts; per key, their listed jobs
+--           still running): a slot comes back in the same commit as its job leaves running,
+--           by any path (complete, complete_many, fail, snooze, cancel, requeue_expired),
+--           each of which lowers the count (_jobs_claims_release). Rate limits keep a sliding log (jobs_queue_starts) of the
+--           last window's starts under the same lock. A limit below the running count
+--           (lowered meanwhile) gives no jobs until running falls below it.
+--           Order without head-of-line blocking: with per_key, the best jobs of each key
+--           that has room are candidates (one probe of jobs_ready_key_idx per key), so a
+--           key at its limit holds back no other key, and one call never takes a key over
+--           per_key. Jobs without a key in such a queue are looked for among the queue's
+--           best (room + 100) ready jobs, and only ahead of the last keyed candidate when
+--           there are enough keyed ones: the bound keeps the claim from walking every job of
+--           a key at its limit, at the price that an unkeyed job behind more than 100 ready
+--           jobs of such keys waits for them to move. Give every job of a per_key queue a
+--           key to avoid that. Queues without limits in the same call are claimed as
+--           jobs_claim does.
+--           skip_locked_queues (jobs_complete_and_claim's claim): a limited queue whose
+--           jobs_queues row another transaction holds (a claim of the queue, an operator's
+--           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) is not
+--           waited for, so the call never waits on a lock; the other requested queues are
+--           claimed as usual. Such a queue gives nothing, except a slot handover: when the
+--           caller's own transaction has just taken freed_slots[i] jobs of queue
+--           freed_queues[i] out of running (its completions), and the queue has max_running
+--           and no other limit (and is not paused, as this transaction sees it), up to that
+--           many of its jobs are claimed without the row, within max_running as counted
+--           here. Exact all the same: the queue's running total does not grow by such a claim
+--           (it takes at most what the same commit gives back), and a holder of the row
+--           counts either both the completions and the handover or neither, whichever side of
+--           this commit its snapshot is; handovers of other transactions each take at most
+--           their own. Not with per_key (the freed and the taken jobs' keys would have to
+--           match) nor a rate limit (every start goes into the log, which only the row's
+--           holder writes). Without skip_locked_queues (jobs_claim) the call waits for such
+--           a row, so a queue is skipped only when it is paused or at a limit.
+-- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested (with
+--           skip_locked_queues only those no other transaction holds, SKIP LOCKED), and
+--           row locks on the picked jobs_queued rows (candidates not chosen too, all taken
+--           SKIP LOCKED) and the claimed jobs, until the caller's transaction ends. Waits for nothing with
+--           skip_locked_queues; without it, waits only for the jobs_queues rows.
+-- States:   queued -> running (or, at attempts 2147483647, dead), as jobs_claim (lease_role =
+--           session_user too); appends to jobs_queue_starts and trims from it
+--           the starts older than one window.
+-- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
+--           now() too. A claim whose now() is a whole window (per) behind the queue's
+--           latest logged start (its transaction began long before it claimed) takes
+--           nothing from that queue: its retry in a new transaction does.
+-- Errors:   0A000 when a requested queue has a limit and the transaction is REPEATABLE READ
+--           or SERIALIZABLE: its snapshot predates the previous claimer's commit, so the
+--           count would be stale and the limit could be exceeded.
+CREATE OR REPLACE FUNCTION _jobs_claim_limited(
+    worker   text,
+    max_jobs integer,
+    queues   text[],
+    lease    interval,
+    skip_locked_queues boolean DEFAULT false,
+    freed_queues       text[]  DEFAULT '{}',
+    freed_slots        integer[] DEFAULT '{}'
+)
+RETURNS SETOF jobs_claimed
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+-- jobs_queued's statistics lag its size (empty at one ANALYZE, a backlog of a million by the
+-- next): estimating a few rows, the planner would read every queued job of the queue with a
+-- bitmap scan and sort them, for each claim. Without bitmap scans the pick is the ordered
+-- range scan of jobs_ready_idx that stops at max_jobs, whatever the statistics say.
+SET enable_bitmapscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_settings    refcursor;
+    v_q           record;
+    v_budget      integer;
+    v_at          timestamptz;
+    v_limited     text[]        := '{}';
+    v_rate_queues text[]        := '{}';
+    -- Candidates of the limited queues, each queue within its budget: their jobs_queued rows.
+    v_rows        tid[]         := '{}';
+    v_ids         bigint[]      := '{}';
+    v_pris        integer[]     := '{}';
+    v_run_ats     timestamptz[] := '{}';
+    -- Keyed and unkeyed candidates of one per_key queue.
+    v_krows       tid[];
+    v_kids        bigint[];
+    v_kpris       integer[];
+    v_kruns       timestamptz[];
+    v_urows       tid[];
+    v_uids        bigint[];
+    v_upris       integer[];
+    v_uruns       timestamptz[];
+    v_n           integer;
+BEGIN
+    -- The same query twice, because a locking clause cannot be a parameter.
+    IF _jobs_claim_limited.skip_locked_queues THEN
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_settings FOR
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            FROM jobs_queues q
+            WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+            ORDER BY q.queue
+            FOR UPDATE;
+    END IF;
+    LOOP
+        FETCH v_settings INTO v_q;
+        EXIT WHEN NOT FOUND;
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'feature_not_supported',
+                MESSAGE = format('jobs_claim: queue %s has a concurrency or rate limit, which needs a READ COMMITTED transaction (this one is %s)',
+                                 v_q.queue, current_setting('transaction_isolation')),
+                HINT    = 'Call jobs_claim in autocommit or a READ COMMITTED transaction.';
+        END IF;
+        v_limited := v_limited || v_q.queue;
+
+        -- Each statement from here takes a new snapshot, after the row lock was granted.
+        v_budget := _jobs_claim_limited.max_jobs;
+        IF v_q.max_running IS NOT NULL THEN
+            v_budget := least(v_budget, v_q.max_running - (
+                SELECT coalesce(sum(c.running), 0)::integer FROM jobs_claims c WHERE c.queue = v_q.queue));
+        END IF;
+        IF v_q.max_starts IS NOT NULL THEN
+            -- Starts are logged at now(), which is not monotonic across claims (a claim's
+            -- transaction may have begun before the previous claim's). Any window of length
+            -- per that contains now() lies within (now() - per, now() + per), so counting
+            -- every start after now() - per, later ones included, bounds every such window.
+            -- The log is trimmed by its latest start, never by now(), and a claim whose now()
+            -- is a whole window behind the latest start takes nothing: the starts it would
+            -- have to count are then never trimmed before it looks.
+            SELECT max(s.started_at) INTO v_at FROM jobs_queue_starts s WHERE s.queue = v_q.queue;
+            IF now() <= v_at - v_q.per THEN
+                v_budget := 0;
+            ELSE
+                DELETE FROM jobs_queue_starts s WHERE s.queue = v_q.queue AND s.started_at <= v_at - 2 * v_q.per;
+                v_budget := least(v_budget, v_q.max_starts - (
+                    SELECT count(*)::integer FROM jobs_queue_starts s
+                    WHERE s.queue = v_q.queue AND s.started_at > now() - v_q.per));
+            END IF;
+            v_rate_queues := v_rate_queues || v_q.queue;
+        END IF;
+        CONTINUE WHEN v_budget <= 0;
+
+        IF v_q.per_key IS NULL THEN
+            SELECT v_rows || coalesce(array_agg(c.row), '{}'),
+                   v_ids || coalesce(array_agg(c.id), '{}'),
+                   v_pris || coalesce(array_agg(c.priority), '{}'),
+                   v_run_ats || coalesce(array_agg(c.run_at), '{}')
+            INTO v_rows, v_ids, v_pris, v_run_ats
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.queue = v_q.queue
+                    AND q.run_at <= now()
+                  ORDER BY q.priority, q.run_at, q.id
+                  LIMIT v_budget
+                  FOR UPDATE SKIP LOCKED) c;
+            CONTINUE;
+        END IF;
+
+        -- per_key: the best jobs of every key with room (a skip scan of jobs_ready_key_idx
+        -- finds the keys), then the best v_budget of those.
+        WITH RECURSIVE keys AS (
+            (SELECT q.concurrency_key AS key
+             FROM jobs_queued q
+             WHERE q.queue = v_q.queue AND q.concurrency_key IS NOT NULL
+             ORDER BY q.concurrency_key
+             LIMIT 1)
+            UNION ALL
+            SELECT (SELECT q.concurrency_key
+                    FROM jobs_queued q
+                    WHERE q.queue = v_q.queue AND q.concurrency_key > k.key
+                    ORDER BY q.concurrency_key
+                    LIMIT 1)
+            FROM keys k
+            WHERE k.key IS NOT NULL
+        ), running AS (
+            -- The queue's jobs listed by its claims and still running under them.
+            SELECT j.concurrency_key AS key, count(*)::integer AS n
+            FROM jobs_claims c
+            CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+            -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
+            -- the planner from joining the tables another way).
+            CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
+            WHERE c.queue = v_q.queue
+              AND j.claim_id = c.claim_id
+              AND j.state = 'running'
+              AND j.concurrency_key IS NOT NULL
+            GROUP BY j.concurrency_key
+        ), picked AS (
+            SELECT c.row, c.id, c.priority, c.run_at
+            FROM keys k
+            LEFT JOIN running r ON r.key = k.key
+            CROSS JOIN LATERAL (
+                SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                FROM jobs_queued q
+                WHERE q.queue = v_q.queue
+                  AND q.concurrency_key = k.key
+                  AND q.run_at <= now()
+                ORDER BY q.priority, q.run_at, q.id
+                LIMIT greatest(0, least(v_budget, v_q.per_key - coalesce(r.n, 0)))
+                FOR UPDATE SKIP LOCKED
+            ) c
+            WHERE k.key IS NOT NULL
+            ORDER BY c.priority, c.run_at, c.id
+            LIMIT v_budget
+        )
+        SELECT coalesce(array_agg(p.row ORDER BY p.priority, p.run_at, p.id), '{}'),
+               coalesce(array_agg(p.id ORDER BY p.priority, p.run_at, p.id), '{}'),
+               coalesce(array_agg(p.priority ORDER BY p.priority, p.run_at, p.id), '{}'),
+               coalesce(array_agg(p.run_at ORDER BY p.priority, p.run_at, p.id), '{}')
+        INTO v_krows, v_kids, v_kpris, v_kruns
+        FROM picked p;
+
+        -- Jobs without a key: only those ahead of the last keyed candidate can make the
+        -- cut when there are enough keyed ones; otherwise look a bounded way ahead (two
+        -- statements, so that the bound is an index condition, not a filter).
+        v_n := cardinality(v_kids);
+        IF v_n >= v_budget THEN
+            SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                   coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_urows, v_uids, v_upris, v_uruns
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.ctid = ANY (ARRAY(
+                          SELECT s.row
+                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
+                                FROM jobs_queued q2
+                                WHERE q2.queue = v_q.queue
+                                  AND q2.run_at <= now()
+                                  AND (q2.priority, q2.run_at, q2.id) < (v_kpris[v_n], v_kruns[v_n], v_kids[v_n])
+                                ORDER BY q2.priority, q2.run_at, q2.id
+                                LIMIT v_budget + 100) s
+                          WHERE s.concurrency_key IS NULL
+                          LIMIT v_budget))
+                  FOR UPDATE SKIP LOCKED) c;
+        ELSE
+            SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                   coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+            INTO v_urows, v_uids, v_upris, v_uruns
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.ctid = ANY (ARRAY(
+                          SELECT s.row
+                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
+                                FROM jobs_queued q2
+                                WHERE q2.queue = v_q.queue
+                                  AND q2.run_at <= now()
+                                ORDER BY q2.priority, q2.run_at, q2.id
+                                LIMIT v_budget + 100) s
+                          WHERE s.concurrency_key IS NULL))
+                  FOR UPDATE SKIP LOCKED) c;
+        END IF;
+
+        SELECT v_rows || coalesce(array_agg(u.row), '{}'),
+               v_ids || coalesce(array_agg(u.id), '{}'),
+               v_pris || coalesce(array_agg(u.priority), '{}'),
+               v_run_ats || coalesce(array_agg(u.run_at), '{}')
+        INTO v_rows, v_ids, v_pris, v_run_ats
+        FROM (SELECT t.row, t.id, t.priority, t.run_at
+              FROM unnest(v_krows || v_urows, v_kids || v_uids, v_kpris || v_upris, v_kruns || v_uruns)
+                   AS t(row, id, priority, run_at)
+              ORDER BY t.priority, t.run_at, t.id
+              LIMIT v_budget) u;
+    END LOOP;
+    CLOSE v_settings;
+
+    -- Queues skipped above because another transaction holds their row: only slots handed
+    -- over by this transaction's own completions (see the header), max_running alone.
+    IF _jobs_claim_limited.skip_locked_queues AND cardinality(_jobs_claim_limited.freed_queues) > 0 THEN
+        FOR v_q IN
+            SELECT q.queue, q.max_running, f.n
+            FROM unnest(_jobs_claim_limited.freed_queues, _jobs_claim_limited.freed_slots) AS f(queue, n)
+            JOIN jobs_queues q ON q.queue = f.queue
+            WHERE q.queue <> ALL (v_limited)
+              AND (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
+              AND NOT q.paused
+              AND q.max_running IS NOT NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+            ORDER BY q.queue
+        LOOP
+            v_budget := least(_jobs_claim_limited.max_jobs, v_q.n, v_q.max_running - (
+                SELECT coalesce(sum(c.running), 0)::integer FROM jobs_claims c WHERE c.queue = v_q.queue));
+            CONTINUE WHEN v_budget <= 0;
+            SELECT v_rows || coalesce(array_agg(c.row), '{}'),
+                   v_ids || coalesce(array_agg(c.id), '{}'),
+                   v_pris || coalesce(array_agg(c.priority), '{}'),
+                   v_run_ats || coalesce(array_agg(c.run_at), '{}')
+            INTO v_rows, v_ids, v_pris, v_run_ats
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.queue = v_q.queue
+                    AND q.run_at <= now()
+                  ORDER BY q.priority, q.run_at, q.id
+                  LIMIT v_budget
+                  FOR UPDATE SKIP LOCKED) c;
+        END LOOP;
+    END IF;
+
+    -- The other requested queues (every queue with queued jobs for queues NULL), minus the
+    -- paused ones, as jobs_claim takes them; then the best max_jobs of all candidates.
+    v_rows := ARRAY(
+        WITH RECURSIVE all_queues AS (
+            (SELECT q.queue FROM jobs_queued q ORDER BY q.queue LIMIT 1)
+            UNION ALL
+            SELECT (SELECT q.queue FROM jobs_queued q
+                    WHERE q.queue > a.queue
+                    ORDER BY q.queue LIMIT 1)
+            FROM all_queues a
+            WHERE a.queue IS NOT NULL
+        ), wanted AS (
+            SELECT a.queue FROM all_queues a WHERE a.queue IS NOT NULL AND _jobs_claim_limited.queues IS NULL
+            UNION
+            SELECT w.queue FROM unnest(_jobs_claim_limited.queues) AS w(queue)
+        ), unlimited AS (
+            SELECT w.queue
+            FROM wanted w
+            WHERE w.queue <> ALL (v_limited)
+              -- Not only paused ones: a queue with settings that this call did not lock (paused
+              -- when the loop looked and resumed since, or limited since) gives nothing now; the
+              -- resume's NOTIFY wakes the next claim, which takes the locked path.
+              AND NOT EXISTS (SELECT FROM jobs_queues s
+                              WHERE s.queue = w.queue
+                                AND (s.paused OR s.max_running IS NOT NULL OR s.per_key IS NOT NULL
+                                     OR s.max_starts IS NOT NULL))
+        ), candidates AS (
+            SELECT c.row, c.id, c.priority, c.run_at
+            FROM unlimited u
+            CROSS JOIN LATERAL (
+                SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                FROM jobs_queued q
+                WHERE q.queue = u.queue
+                  AND q.run_at <= now()
+                ORDER BY q.priority, q.run_at, q.id
+                LIMIT _jobs_claim_limited.max_jobs
+                FOR UPDATE SKIP LOCKED
+            ) c
+            UNION ALL
+            SELECT t.row, t.id, t.priority, t.run_at
+            FROM unnest(v_rows, v_ids, v_pris, v_run_ats) AS t(row, id, priority, run_at)
+        )
+        SELECT c.row FROM candidates c
+        ORDER BY c.priority, c.run_at, c.id
+        LIMIT _jobs_claim_limited.max_jobs);
+    RETURN QUERY
+    WITH claimed AS (
+        SELECT * FROM _jobs_claim_take(_jobs_claim_limited.worker, _jobs_claim_limited.lease, v_rows)
+    ), logged AS (
+        INSERT INTO jobs_queue_starts (queue, started_at)
+        SELECT c.queue, now()
+        FROM claimed c
+        WHERE c.queue = ANY (v_rate_queues)
+    )
+    SELECT * FROM claimed c ORDER BY c.priority, c.run_at, c.id;
+END;
+$$;
+
+COMMENT ON FUNCTION _jobs_claim_limited(text, integer, text[], interval, boolean, text[], integer[]) IS
+    'skiplock (private): jobs_claim for paused or limited queues; exact limits under the jobs_queues row lock.';

@@ -1,0 +1,115 @@
+-- jobs_complete_many: the batch form of jobs_complete; returns the ids it completed.
+--
+-- Promises: for each (ids[i], attempts[i]) the same fenced rule as jobs_complete (the
+--           attempt and the lease's login); pairs whose job the caller no longer holds at
+--           that attempt are left alone and missing from the result.
+--           A duplicate pair counts once. NOTIFYs jobs_ready at commit for each
+--           concurrency-limited queue (jobs_queues) that got slots back.
+--           With jobs_settings.done_retention 0 the completed jobs are deleted instead of
+--           kept as done, as jobs_complete does (see _jobs_completion_deletes): one DELETE
+--           per pair, in id order, each its own fence check and row lock (no separate lock
+--           first: one WAL record per job instead of two).
+-- Locks:    the completed rows, until the caller's transaction ends. Rows are locked in id
+--           order, so two overlapping batches cannot deadlock each other.
+-- States:   running -> done; sets finished_at = now(), clears lease_expires_at and
+--           lease_role. With
+--           done_retention 0: running -> deleted.
+-- Time:     now() (transaction start).
+-- Errors:   22023 when either array is NULL or multidimensional, their lengths differ, an
+--           element is NULL, or there are more than 100000 pairs.
+CREATE OR REPLACE FUNCTION jobs_complete_many(ids bigint[], attempts integer[])
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_pair   record;
+    v_id     bigint;
+    v_ids    bigint[];
+    v_queue  text;
+    v_queues text[] := '{}';
+    v_claim  bigint;
+    v_claims bigint[] := '{}';
+    -- The caller's login: a job whose lease another login took is not the caller's
+    -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
+    v_login regrole := to_regrole(quote_ident(session_user));
+BEGIN
+    PERFORM _jobs_check_fence_arrays('jobs_complete_many', jobs_complete_many.ids, jobs_complete_many.attempts);
+
+    IF _jobs_completion_deletes() THEN
+        -- Each DELETE finds its row through jobs_pkey, locks it and re-checks the fence on
+        -- the latest version (READ COMMITTED), so no lock is taken before it; the loop's
+        -- order is the lock order.
+        FOR v_pair IN
+            SELECT DISTINCT t.id, t.attempt
+            FROM unnest(jobs_complete_many.ids, jobs_complete_many.attempts) AS t(id, attempt)
+            ORDER BY t.id, t.attempt
+        LOOP
+            DELETE FROM jobs j
+            WHERE j.id = v_pair.id
+              AND j.attempts = v_pair.attempt
+              AND j.state = 'running'
+              AND (j.lease_role IS NULL OR j.lease_role = v_login)
+            RETURNING j.id, j.queue, j.claim_id INTO v_id, v_queue, v_claim;
+            IF FOUND THEN
+                RETURN NEXT v_id;
+                v_claims := v_claims || v_claim;
+                IF v_queue <> ALL (v_queues) THEN
+                    v_queues := v_queues || v_queue;
+                END IF;
+            END IF;
+        END LOOP;
+        PERFORM _jobs_claims_release(v_claims);
+        -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
+        PERFORM pg_notify('jobs_ready', q.queue)
+        FROM jobs_queues q
+        WHERE q.queue = ANY (v_queues)
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+        RETURN;
+    END IF;
+
+    -- Each pair is looked up through jobs_pkey (the LATERAL subquery, which its row lock
+    -- keeps from being flattened into a join), in id order, so the cost follows the batch,
+    -- not the number of running jobs, whatever plan the statistics suggest.
+    WITH held AS (
+        SELECT l.id
+        FROM (SELECT t.id, t.attempt
+              FROM unnest(jobs_complete_many.ids, jobs_complete_many.attempts) AS t(id, attempt)
+              ORDER BY t.id) AS t
+        CROSS JOIN LATERAL (
+            SELECT j.id
+            FROM jobs j
+            WHERE j.id = t.id
+              AND j.attempts = t.attempt
+              AND j.state = 'running'
+              AND (j.lease_role IS NULL OR j.lease_role = v_login)
+            FOR NO KEY UPDATE
+        ) AS l
+    ), done AS (
+        UPDATE jobs j
+        SET state = 'done',
+            finished_at = now(),
+            lease_expires_at = NULL,
+            lease_role = NULL
+        WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
+        RETURNING j.id, j.queue, j.claim_id
+    )
+    SELECT coalesce(array_agg(d.id), '{}'), coalesce(array_agg(DISTINCT d.queue), '{}'),
+           coalesce(array_agg(d.claim_id), '{}')
+    INTO v_ids, v_queues, v_claims
+    FROM done d;
+
+    PERFORM _jobs_claims_release(v_claims);
+    -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
+    PERFORM pg_notify('jobs_ready', q.queue)
+    FROM jobs_queues q
+    WHERE q.queue = ANY (v_queues)
+      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    RETURN QUERY SELECT unnest(v_ids);
+END;
+$$;
+
+COMMENT ON FUNCTION jobs_complete_many(bigint[], integer[]) IS
+    'skiplock: jobs_complete for many (id, attempt) pairs (deleted with done_retention 0); returns the ids completed.';

@@ -1,0 +1,127 @@
+-- jobs_enqueue: adds one job and returns its id.
+--
+-- Promises: the job is visible to jobs_claim once the caller's transaction commits and
+--           run_at has come; a rolled-back enqueue leaves no job. When run_at <= now() it
+--           also NOTIFYs channel jobs_ready with the queue name as payload; NOTIFY is
+--           delivered at commit, so a rollback wakes no one.
+--           With unique_key: while a job with the same queue and unique_key is queued or
+--           running, returns that job's id and inserts nothing (enforced by the key's row in
+--           jobs_unique_keys, constraint jobs_unique_key_idx, so concurrent callers cannot both
+--           insert; a caller racing an uncommitted insert of the same key waits for it to
+--           commit or roll back).
+--           concurrency_key: jobs of a queue sharing it count together against the queue's
+--           per_key limit (jobs_set_concurrency); NULL counts against max_running only.
+--           meta: a JSON object stored with the job for tools, not for the handler (the
+--           OpenTelemetry package keeps the W3C traceparent there); jobs_claim and jobs_get
+--           return it. NULL by default.
+--           notify: false sends no NOTIFY at all, so the caller's commit skips PostgreSQL's
+--           cluster-wide NOTIFY lock (held across the WAL flush, it makes notifying commits
+--           go one at a time). Only for a caller that makes sure a worker hears about the job
+--           another way (a jobs_notify after its commit, as the Go driver's throttle does);
+--           otherwise an idle worker finds the job only at its next poll. Default true.
+-- Locks:    inserts one row; with unique_key, may briefly wait on a concurrent insert.
+-- States:   new job in queued.
+-- Time:     now() (transaction start) is the default run_at and decides readiness.
+-- Errors:   22023 when kind or queue is NULL, empty or longer than 200 bytes, unique_key is
+--           empty or longer than 200 bytes, payload is NULL, run_at is NULL or infinite,
+--           priority is NULL, max_attempts is NULL or < 1, or concurrency_key is empty or
+--           longer than 200 bytes, or meta is not NULL and not a JSON object, or notify is
+--           NULL.
+CREATE OR REPLACE FUNCTION jobs_enqueue(
+    kind         text,
+    payload      jsonb       DEFAULT '{}',
+    queue        text        DEFAULT 'default',
+    run_at       timestamptz DEFAULT now(),
+    priority     integer     DEFAULT 0,
+    max_attempts integer     DEFAULT 5,
+    unique_key      text        DEFAULT NULL,
+    concurrency_key text        DEFAULT NULL,
+    meta            jsonb       DEFAULT NULL,
+    notify          boolean     DEFAULT true
+)
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_id bigint;
+BEGIN
+    IF jobs_enqueue.kind IS NULL OR jobs_enqueue.kind = '' OR octet_length(jobs_enqueue.kind) > 200 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'kind', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_enqueue.payload IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'payload', 'must not be NULL (use ''{}'' for no payload)');
+    END IF;
+    IF jobs_enqueue.queue IS NULL OR jobs_enqueue.queue = '' OR octet_length(jobs_enqueue.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_enqueue.run_at IS NULL OR NOT isfinite(jobs_enqueue.run_at) THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'run_at', 'must be a finite timestamp');
+    END IF;
+    IF jobs_enqueue.priority IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'priority', 'must not be NULL');
+    END IF;
+    IF jobs_enqueue.max_attempts IS NULL OR jobs_enqueue.max_attempts < 1 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'max_attempts', 'must be at least 1');
+    END IF;
+    IF jobs_enqueue.unique_key = '' OR octet_length(jobs_enqueue.unique_key) > 200 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'unique_key', 'must be NULL or a non-empty string of at most 200 bytes');
+    END IF;
+
+    IF jobs_enqueue.concurrency_key = '' OR octet_length(jobs_enqueue.concurrency_key) > 200 THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'concurrency_key', 'must be NULL or a non-empty string of at most 200 bytes');
+    END IF;
+    IF jsonb_typeof(jobs_enqueue.meta) <> 'object' THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'meta', 'must be NULL or a JSON object');
+    END IF;
+    IF jobs_enqueue.notify IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'notify', 'must not be NULL');
+    END IF;
+
+    IF jobs_enqueue.unique_key IS NOT NULL THEN
+        -- The key first: its row in jobs_unique_keys is the lock that makes concurrent
+        -- callers with the same key take turns. The live job holding the key can finish
+        -- between our failed insert and the lookup; then the key is free again and the next
+        -- round inserts.
+        LOOP
+            INSERT INTO jobs_unique_keys (queue, unique_key, id)
+            VALUES (jobs_enqueue.queue, jobs_enqueue.unique_key, nextval('jobs_id_seq'))
+            ON CONFLICT (queue, unique_key) DO NOTHING
+            RETURNING id INTO v_id;
+            IF v_id IS NOT NULL THEN
+                EXIT;
+            END IF;
+
+            SELECT k.id INTO v_id
+            FROM jobs_unique_keys k
+            WHERE k.queue = jobs_enqueue.queue
+              AND k.unique_key = jobs_enqueue.unique_key;
+            IF v_id IS NOT NULL THEN
+                RETURN v_id;
+            END IF;
+        END LOOP;
+    END IF;
+
+    -- The job, and its row in jobs_queued (what claims find it by).
+    WITH inserted AS (
+        INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta)
+        VALUES (coalesce(v_id, nextval('jobs_id_seq')), jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload,
+                jobs_enqueue.run_at, jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
+                jobs_enqueue.concurrency_key, jobs_enqueue.meta)
+        RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
+    )
+    INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+    SELECT i.queue, i.priority, i.run_at, i.id, i.concurrency_key FROM inserted i
+    RETURNING jobs_queued.id INTO v_id;
+
+    IF jobs_enqueue.notify AND jobs_enqueue.run_at <= now() THEN
+        PERFORM pg_notify('jobs_ready', jobs_enqueue.queue);
+    END IF;
+    RETURN v_id;
+END;
+$$;
+
+COMMENT ON FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean) IS
+    'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
