@@ -147,6 +147,7 @@ CREATE FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queu
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_bitmapscan TO 'off'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -967,7 +968,11 @@ CREATE FUNCTION skiplock._jobs_queued_sync() RETURNS trigger
 BEGIN
     IF OLD.state = 'queued' THEN
         DELETE FROM jobs_queued q
-        WHERE (q.queue, q.priority, q.run_at, q.id) = (OLD.queue, OLD.priority, OLD.run_at, OLD.id);
+        WHERE q.ctid = ANY (ARRAY(
+                SELECT r.ctid
+                FROM jobs_queued r
+                WHERE (r.queue, r.priority, r.run_at, r.id) = (OLD.queue, OLD.priority, OLD.run_at, OLD.id)
+                FOR UPDATE SKIP LOCKED));
     END IF;
     IF TG_OP = 'UPDATE' AND NEW.state = 'queued' THEN
         INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
@@ -1224,6 +1229,7 @@ CREATE FUNCTION skiplock.jobs_claim(worker text, max_jobs integer DEFAULT 1, que
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_bitmapscan TO 'off'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE

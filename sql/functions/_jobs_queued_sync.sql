@@ -7,11 +7,13 @@
 --           leaves queued otherwise than to running, or is deleted, loses it. Claims (queued
 --           -> running) delete the rows they take themselves and do not fire it, nor do
 --           enqueues, which insert the row with the job: the hot path pays nothing.
--- Locks:    the jobs_queued row, after the job's row. A function that takes a queued job out
---           of queued deletes its jobs_queued row before touching the job (claims lock in
---           that order), so only a direct UPDATE of a queued job's run_at or priority can wait
---           here on a claim in progress (and, if that claim waits for the job, one of the two
---           fails with a deadlock error and can be retried).
+-- Locks:    never waits: the job's row is held here, and a claim locks the jobs_queued row
+--           first and then waits for the job's, so waiting for the jobs_queued row could
+--           deadlock (jobs_cancel of a job that came back to queued while the cancel waited
+--           did, tests/isolation/specs/cancel_requeued_claim.spec). A row locked by another
+--           session is left to it: a claim deletes the rows it picked whatever it then finds
+--           the job to be, and a claim that rolls back leaves a row whose job is no longer
+--           queued, which the next claim to reach it deletes.
 -- States:   none of jobs.
 CREATE OR REPLACE FUNCTION _jobs_queued_sync()
 RETURNS trigger
@@ -22,7 +24,11 @@ AS $$
 BEGIN
     IF OLD.state = 'queued' THEN
         DELETE FROM jobs_queued q
-        WHERE (q.queue, q.priority, q.run_at, q.id) = (OLD.queue, OLD.priority, OLD.run_at, OLD.id);
+        WHERE q.ctid = ANY (ARRAY(
+                SELECT r.ctid
+                FROM jobs_queued r
+                WHERE (r.queue, r.priority, r.run_at, r.id) = (OLD.queue, OLD.priority, OLD.run_at, OLD.id)
+                FOR UPDATE SKIP LOCKED));
     END IF;
     IF TG_OP = 'UPDATE' AND NEW.state = 'queued' THEN
         INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)

@@ -58,9 +58,10 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 -- jobs_queued's statistics lag its size (empty at one ANALYZE, a backlog of a million by the
 -- next): estimating a few rows, the planner would read every queued job of the queue with a
--- bitmap scan and sort them, for each claim. Without bitmap scans the pick is the ordered
--- range scan of jobs_ready_idx that stops at max_jobs, whatever the statistics say.
+-- bitmap or sequential scan and sort them, for each claim. Without either, the pick is the
+-- ordered range scan of jobs_ready_idx that stops at max_jobs, whatever the statistics say.
 SET enable_bitmapscan = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
