@@ -144,7 +144,7 @@ func (c *Client) CountIDs(ctx context.Context, ids []int64, states []string) (in
 }
 
 // CountMatching counts the jobs in states matching queue and kind ("" for any), a page of
-// jobs_list at a time (the reads jobs_list makes cheap: a state's partial index, or the
+// jobs_list at a time (the reads jobs_list makes cheap: the table that lists a state, or the
 // primary key for done).
 func (c *Client) CountMatching(ctx context.Context, queue, kind string, states []string) (int, error) {
 	n := 0

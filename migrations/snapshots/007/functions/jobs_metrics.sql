@@ -30,9 +30,9 @@
 --                                 the queue's flow-control settings from jobs_queues (false
 --                                 and NULLs without a row); a paused or limited queue is
 --                                 listed even with no jobs; NULL on the NULL-queue row
--- Cost:     no finished row is read: queued jobs from jobs_ready_idx, running ones through
---           jobs_running_lease_idx, dead and cancelled ones from jobs_dead_cancelled_idx, the
---           done estimate from the catalogs. Under 20 ms with 1,000,000 done and 10,000
+-- Cost:     no finished row is read: queued jobs from jobs_queued, running ones from the
+--           jobs jobs_claims lists (one jobs_pkey probe each), dead and cancelled ones from
+--           jobs_dead_cancelled, the done estimate from the catalogs. Under 20 ms with 1,000,000 done and 10,000
 --           queued jobs (tests/sqltest/metrics_test.go guards the plan). Use jobs_stats() for
 --           exact counts of every state (a scan of the whole table).
 -- Locks:    none (a plain read). States: none.
