@@ -69,7 +69,7 @@ BEGIN
 
     IF v_state = 'queued' AND v_run_at <= now() THEN
         PERFORM pg_notify('jobs_ready', v_queue);
-    ELSIF v_state IS NOT NULL THEN
+    ELSE
         -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
         PERFORM pg_notify('jobs_ready', q.queue)
         FROM jobs_queues q
