@@ -194,7 +194,7 @@ func TestCompletionWithoutCompleteAndClaim(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	if _, err := b.pool.Exec(context.Background(),
-		"DROP FUNCTION jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval)"); err != nil {
+		"DROP FUNCTION jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval, jsonb[])"); err != nil {
 		t.Fatal(err)
 	}
 	const n = 100
@@ -294,7 +294,7 @@ func TestCompletionReplyLostAfterCommit(t *testing.T) {
 			}
 			if tc.call == "jobs_complete_many" {
 				if _, err := b.pool.Exec(context.Background(),
-					"DROP FUNCTION jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval)"); err != nil {
+					"DROP FUNCTION jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval, jsonb[])"); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -17,10 +17,13 @@ CREATE TYPE skiplock.jobs_claimed AS (
 	run_at timestamp with time zone,
 	lease_expires_at timestamp with time zone,
 	created_at timestamp with time zone,
-	meta jsonb
+	meta jsonb,
+	parent_results jsonb,
+	checkpoints jsonb
 );
 
 CREATE TYPE skiplock.jobs_state AS ENUM (
+    'waiting',
     'queued',
     'running',
     'done',
@@ -44,7 +47,9 @@ CREATE TYPE skiplock.jobs_listed AS (
 	lease_expires_at timestamp with time zone,
 	unique_key text,
 	concurrency_key text,
-	last_error text
+	last_error text,
+	progress jsonb,
+	workflow_id bigint
 );
 
 CREATE TYPE skiplock.jobs_maintenance AS (
@@ -494,7 +499,7 @@ BEGIN
           AND c.queue = j.queue
           AND j.state = 'queued'
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                  j.lease_expires_at, j.created_at, j.meta, j.state, j.claim_id
+                  j.lease_expires_at, j.created_at, j.meta, j.state, j.claim_id, j.depends_on, j.checkpoints
     ), recorded AS (
         INSERT INTO jobs_claims (claim_id, queue, expires_at, running, ids)
         SELECT c.claim_id, c.queue, now() + _jobs_claim_take.lease, count(*), array_agg(c.id ORDER BY c.id)
@@ -503,7 +508,13 @@ BEGIN
         GROUP BY c.claim_id, c.queue
     )
     SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
-           c.lease_expires_at, c.created_at, c.meta
+           c.lease_expires_at, c.created_at, c.meta,
+           -- Only a job with parents looks anything up.
+           CASE WHEN c.depends_on IS NOT NULL THEN
+               (SELECT jsonb_object_agg(coalesce(p.workflow_step, p.id::text), p.result)
+                FROM jobs p WHERE p.id = ANY (c.depends_on))
+           END,
+           c.checkpoints
     FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
 END;
 $$;
@@ -930,6 +941,102 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_dead_cancelled_sync() IS 'skiplock (private): trigger keeping jobs_dead_cancelled in step with the dead and cancelled jobs.';
 
+CREATE FUNCTION skiplock._jobs_dependencies_release() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+BEGIN
+    DELETE FROM jobs_dependencies d WHERE d.child_id = OLD.id;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_dependencies_release() IS 'skiplock (private): trigger dropping a deleted job''s dependency rows.';
+
+CREATE FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_id       bigint := coalesce(_jobs_enqueue_child.id, nextval('jobs_id_seq'));
+    v_run      boolean := _jobs_enqueue_child.on_parent_failure = 'run';
+    v_known    bigint[];
+    v_states   jobs_state[];
+    v_pending  integer;
+    v_failed   integer;
+    v_state    jobs_state;
+    v_error    text;
+BEGIN
+    -- The parents' rows, locked in id order (the order every caller locks jobs in).
+    SELECT coalesce(array_agg(l.id ORDER BY l.id), '{}'), coalesce(array_agg(l.state ORDER BY l.id), '{}')
+    INTO v_known, v_states
+    FROM (SELECT p.id, p.state FROM jobs p
+          WHERE p.id = ANY (_jobs_enqueue_child.parents)
+          ORDER BY p.id
+          FOR NO KEY UPDATE) AS l;
+    IF cardinality(v_known) <> cardinality(_jobs_enqueue_child.parents) THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'depends_on',
+            format('names no job with id %s (on this database: a job and its parents live on one shard)',
+                   (SELECT u FROM unnest(_jobs_enqueue_child.parents) AS u WHERE u <> ALL (v_known) ORDER BY u LIMIT 1)));
+    END IF;
+
+    SELECT count(*) FILTER (WHERE s <> 'done' AND NOT (s IN ('dead', 'cancelled') AND v_run)),
+           min(o) FILTER (WHERE s IN ('dead', 'cancelled') AND NOT v_run)
+    INTO v_pending, v_failed
+    FROM unnest(v_states) WITH ORDINALITY AS x(s, o);
+
+    IF v_failed IS NOT NULL THEN
+        v_state := 'cancelled';
+        v_error := format('parent %s ended %s', v_known[v_failed], v_states[v_failed]);
+    ELSIF v_pending > 0 THEN
+        v_state := 'waiting';
+    ELSE
+        v_state := 'queued';
+    END IF;
+
+    INSERT INTO jobs (id, queue, kind, payload, state, run_at, priority, max_attempts, unique_key, concurrency_key,
+                      meta, notify_finished, workflow_id, workflow_step, depends_on, pending_parents,
+                      on_parent_failure, finished_at, cancelled_by, last_error, errors)
+    VALUES (v_id, _jobs_enqueue_child.queue, _jobs_enqueue_child.kind, _jobs_enqueue_child.payload, v_state,
+            _jobs_enqueue_child.run_at, _jobs_enqueue_child.priority, _jobs_enqueue_child.max_attempts,
+            _jobs_enqueue_child.unique_key, _jobs_enqueue_child.concurrency_key, _jobs_enqueue_child.meta,
+            nullif(_jobs_enqueue_child.notify_finished, false), _jobs_enqueue_child.workflow_id,
+            _jobs_enqueue_child.workflow_step, v_known, v_pending, _jobs_enqueue_child.on_parent_failure,
+            CASE WHEN v_state = 'cancelled' THEN now() END,
+            CASE WHEN v_state = 'cancelled' THEN v_known[v_failed] END,
+            v_error,
+            CASE WHEN v_state = 'cancelled'
+                 THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(), 'error', v_error))
+                 ELSE '[]' END);
+
+    INSERT INTO jobs_dependencies (parent_id, child_id, resolved)
+    SELECT p, v_id, s = 'done' OR (s IN ('dead', 'cancelled') AND v_run)
+    FROM unnest(v_known, v_states) AS x(p, s);
+    UPDATE jobs p SET has_children = true
+    WHERE p.id = ANY (v_known) AND p.has_children IS NULL;
+
+    IF v_state = 'queued' THEN
+        INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+        VALUES (_jobs_enqueue_child.queue, _jobs_enqueue_child.priority, _jobs_enqueue_child.run_at, v_id,
+                _jobs_enqueue_child.concurrency_key);
+        IF _jobs_enqueue_child.notify AND _jobs_enqueue_child.run_at <= now() THEN
+            PERFORM pg_notify('jobs_ready', _jobs_enqueue_child.queue);
+        END IF;
+    ELSIF v_state = 'cancelled' THEN
+        -- Born finished: the key is free again, and waiters hear of it now.
+        DELETE FROM jobs_unique_keys k
+        WHERE k.queue = _jobs_enqueue_child.queue AND k.unique_key = _jobs_enqueue_child.unique_key AND k.id = v_id;
+        IF _jobs_enqueue_child.notify_finished THEN
+            PERFORM pg_notify('jobs_finished', v_id::text);
+        END IF;
+    END IF;
+    RETURN v_id;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text) IS 'skiplock (private): inserts a job with parents (waiting, queued or cancelled by their states) and its dependencies.';
+
 CREATE FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'skiplock', 'pg_temp'
@@ -946,6 +1053,101 @@ $_$;
 
 COMMENT ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) IS 'skiplock (private): appends an entry to a job''s errors history, keeping the first entry and the newest 99.';
 
+CREATE FUNCTION skiplock._jobs_finished(ids bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids      bigint[] := _jobs_finished.ids;
+    v_children bigint[];
+    v_queues   text[];
+BEGIN
+    -- The cancellations below fire jobs_finished_cascade for each cancelled child; this loop
+    -- handles those children itself, so the trigger stands aside meanwhile.
+    PERFORM set_config('skiplock.cascading', 'on', true);
+    WHILE cardinality(v_ids) > 0 LOOP
+        PERFORM pg_notify('jobs_finished', j.id::text)
+        FROM jobs j
+        WHERE j.id = ANY (v_ids) AND j.notify_finished
+        ORDER BY j.id;
+
+        v_children := ARRAY(SELECT DISTINCT d.child_id FROM jobs_dependencies d
+                            WHERE d.parent_id = ANY (v_ids) AND NOT d.resolved
+                            ORDER BY d.child_id);
+        EXIT WHEN cardinality(v_children) = 0;
+        -- Lock the children first, in id order; the statements below see every transaction
+        -- that held them as committed (a new snapshot each, in READ COMMITTED).
+        PERFORM 1 FROM jobs c WHERE c.id = ANY (v_children) ORDER BY c.id FOR NO KEY UPDATE;
+
+        WITH resolved AS (
+            UPDATE jobs_dependencies d
+            SET resolved = true
+            FROM jobs p, jobs c
+            WHERE d.parent_id = ANY (v_ids)
+              AND NOT d.resolved
+              AND p.id = d.parent_id
+              AND c.id = d.child_id
+              AND (p.state = 'done' OR c.on_parent_failure = 'run')
+            RETURNING d.child_id
+        ), counted AS (
+            SELECT r.child_id, count(*)::integer AS n FROM resolved r GROUP BY r.child_id
+        ), released AS (
+            UPDATE jobs c
+            SET pending_parents = c.pending_parents - n.n,
+                state = CASE WHEN c.state = 'waiting' AND c.pending_parents - n.n = 0 THEN 'queued'
+                             ELSE c.state END::jobs_state
+            FROM counted n
+            WHERE c.id = n.child_id
+            RETURNING c.queue, c.state, c.run_at
+        )
+        SELECT ARRAY(SELECT DISTINCT r.queue FROM released r WHERE r.state = 'queued' AND r.run_at <= now())
+        INTO v_queues;
+        PERFORM pg_notify('jobs_ready', q) FROM unnest(v_queues) AS q;
+
+        -- Children of a dead or cancelled parent that do not run without it.
+        WITH cancelled AS (
+            UPDATE jobs c
+            SET state = 'cancelled',
+                finished_at = now(),
+                cancelled_by = p.id,
+                last_error = format('parent %s ended %s', p.id, p.state),
+                errors = _jobs_errors_append(c.errors, jsonb_build_object(
+                    'attempt', c.attempts, 'at', now(),
+                    'error', format('parent %s ended %s', p.id, p.state)))
+            FROM jobs_dependencies d, jobs p
+            WHERE d.parent_id = ANY (v_ids)
+              AND NOT d.resolved
+              AND p.id = d.parent_id
+              AND p.state IN ('dead', 'cancelled')
+              AND c.id = d.child_id
+              AND c.state = 'waiting'
+              AND c.on_parent_failure = 'cancel'
+            RETURNING c.id, c.has_children, c.notify_finished
+        )
+        SELECT ARRAY(SELECT x.id FROM cancelled x WHERE x.has_children OR x.notify_finished ORDER BY x.id)
+        INTO v_ids;
+    END LOOP;
+    PERFORM set_config('skiplock.cascading', '', true);
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_finished(ids bigint[]) IS 'skiplock (private): NOTIFYs jobs_finished and resolves the dependencies on jobs that just finished: releases or cancels their children.';
+
+CREATE FUNCTION skiplock._jobs_finished_cascade() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+BEGIN
+    IF current_setting('skiplock.cascading', true) IS DISTINCT FROM 'on' THEN
+        PERFORM _jobs_finished(ARRAY[NEW.id]);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_finished_cascade() IS 'skiplock (private): trigger calling _jobs_finished for jobs others wait for that become dead or cancelled.';
+
 CREATE FUNCTION skiplock._jobs_invalid(func text, param text, problem text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
@@ -960,6 +1162,24 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) IS 'skiplock (private): raises SQLSTATE 22023 naming the bad parameter.';
+
+CREATE FUNCTION skiplock._jobs_prunable(id bigint, workflow_id bigint, has_children boolean, cutoff timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+    SELECT (_jobs_prunable.workflow_id IS NULL
+            OR NOT EXISTS (SELECT FROM jobs w
+                           WHERE w.workflow_id = _jobs_prunable.workflow_id
+                             AND (w.state NOT IN ('done', 'dead', 'cancelled')
+                                  OR w.finished_at >= _jobs_prunable.cutoff)))
+       AND (_jobs_prunable.has_children IS NULL
+            OR NOT EXISTS (SELECT FROM jobs_dependencies d
+                           JOIN jobs c ON c.id = d.child_id
+                           WHERE d.parent_id = _jobs_prunable.id
+                             AND c.state NOT IN ('done', 'dead', 'cancelled')));
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_prunable(id bigint, workflow_id bigint, has_children boolean, cutoff timestamp with time zone) IS 'skiplock (private): false while a finished job''s children or workflow still need it.';
 
 CREATE FUNCTION skiplock._jobs_queued_sync() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -984,12 +1204,41 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_queued_sync() IS 'skiplock (private): trigger keeping jobs_queued in step with jobs that become queued or change while queued.';
 
+CREATE FUNCTION skiplock._jobs_revive(ids bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids bigint[] := _jobs_revive.ids;
+BEGIN
+    WHILE cardinality(v_ids) > 0 LOOP
+        WITH revived AS (
+            UPDATE jobs c
+            SET state = 'waiting',
+                finished_at = NULL,
+                cancelled_by = NULL
+            FROM jobs_dependencies d
+            WHERE d.parent_id = ANY (v_ids)
+              AND NOT d.resolved
+              AND c.id = d.child_id
+              AND c.cancelled_by = d.parent_id
+              AND c.state = 'cancelled'
+            RETURNING c.id, c.has_children
+        )
+        SELECT ARRAY(SELECT r.id FROM revived r WHERE r.has_children ORDER BY r.id) INTO v_ids;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_revive(ids bigint[]) IS 'skiplock (private): brings the descendants cancelled by the end of retried jobs back to waiting.';
+
 CREATE FUNCTION skiplock._jobs_truncate_sync() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 BEGIN
-    TRUNCATE jobs_queued, jobs_claims, jobs_unique_keys, jobs_dead_cancelled;
+    TRUNCATE jobs_queued, jobs_claims, jobs_unique_keys, jobs_dead_cancelled, jobs_dependencies;
     RETURN NULL;
 END;
 $$;
@@ -1001,7 +1250,7 @@ CREATE FUNCTION skiplock._jobs_unique_key_sync() RETURNS trigger
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 BEGIN
-    IF TG_OP = 'DELETE' OR NEW.state NOT IN ('queued', 'running') THEN
+    IF TG_OP = 'DELETE' OR NEW.state IN ('done', 'dead', 'cancelled') THEN
         DELETE FROM jobs_unique_keys k
         WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.id = OLD.id;
     ELSE
@@ -1064,7 +1313,7 @@ BEGIN
     FROM jobs j
     WHERE j.id = jobs_cancel.id
     FOR NO KEY UPDATE;
-    IF v_state IS NULL OR v_state NOT IN ('queued', 'running') THEN
+    IF v_state IS NULL OR v_state NOT IN ('waiting', 'queued', 'running') THEN
         RETURN false;
     END IF;
 
@@ -1088,7 +1337,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_cancel(id bigint) IS 'skiplock: queued or running -> cancelled; the holder''s later complete returns false and fail returns NULL.';
+COMMENT ON FUNCTION skiplock.jobs_cancel(id bigint) IS 'skiplock: waiting, queued or running -> cancelled; the holder''s later complete returns false and fail returns NULL.';
 
 CREATE FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1150,11 +1399,12 @@ CREATE FUNCTION skiplock.jobs_cancel_many(ids bigint[] DEFAULT NULL::bigint[], q
 DECLARE
     v_queued  bigint[] := '{}';
     v_running bigint[] := '{}';
+    v_waiting bigint[] := '{}';
     v_count   integer;
     v_claims  bigint[];
     v_queues  text[];
 BEGIN
-    PERFORM _jobs_check_bulk_args('jobs_cancel_many', jobs_cancel_many.states, '{queued, running}',
+    PERFORM _jobs_check_bulk_args('jobs_cancel_many', jobs_cancel_many.states, '{waiting, queued, running}',
                                   jobs_cancel_many.max_jobs);
 
     -- Queued jobs leave jobs_queued first (the order claims lock in): their rows there are
@@ -1194,6 +1444,22 @@ BEGIN
             FOR NO KEY UPDATE SKIP LOCKED);
     END IF;
 
+    -- Waiting jobs: each has an unresolved jobs_dependencies row (or the ids).
+    IF 'waiting' = ANY (jobs_cancel_many.states)
+       AND cardinality(v_queued) + cardinality(v_running) < jobs_cancel_many.max_jobs THEN
+        v_waiting := ARRAY(
+            SELECT j.id
+            FROM jobs j
+            WHERE j.id = ANY (coalesce(jobs_cancel_many.ids,
+                                       ARRAY(SELECT DISTINCT d.child_id FROM jobs_dependencies d WHERE NOT d.resolved)))
+              AND j.state = 'waiting'
+              AND (jobs_cancel_many.queue IS NULL OR j.queue = jobs_cancel_many.queue)
+              AND (jobs_cancel_many.kind IS NULL OR j.kind = jobs_cancel_many.kind)
+            ORDER BY j.id
+            LIMIT jobs_cancel_many.max_jobs - cardinality(v_queued) - cardinality(v_running)
+            FOR NO KEY UPDATE SKIP LOCKED);
+    END IF;
+
     -- The same change as jobs_cancel(id), which is what fences the holder: its calls quote
     -- (id, attempt) and require state = 'running'.
     WITH cancelled AS (
@@ -1202,8 +1468,8 @@ BEGIN
             finished_at = now(),
             lease_expires_at = NULL,
             lease_role = NULL
-        WHERE j.id = ANY (v_queued || v_running)
-          AND j.state IN ('queued', 'running')
+        WHERE j.id = ANY (v_queued || v_running || v_waiting)
+          AND j.state IN ('waiting', 'queued', 'running')
         RETURNING j.id, j.queue, j.claim_id
     )
     SELECT count(*)::integer,
@@ -1224,6 +1490,76 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock.jobs_cancel_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) IS 'skiplock: jobs_cancel for up to max_jobs jobs matching the filters (default: queued jobs); fences holders; skips locked rows; returns the count.';
+
+CREATE FUNCTION skiplock.jobs_cancel_workflow(workflow_id bigint) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_id        bigint;
+    v_open      bigint[];
+    v_cancelled integer;
+BEGIN
+    IF jobs_cancel_workflow.workflow_id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_cancel_workflow', 'workflow_id', 'must not be NULL');
+    END IF;
+    v_open := ARRAY(SELECT j.id FROM jobs j
+                    WHERE j.workflow_id = jobs_cancel_workflow.workflow_id
+                      AND j.state NOT IN ('done', 'dead', 'cancelled'));
+    -- Every unfinished step in id order (parents first). A step's cancellation also cancels
+    -- its waiting children (the cascade), whose own jobs_cancel then returns false; a step a
+    -- cancelled parent released (on_parent_failure 'run') is queued when the loop reaches it.
+    FOR v_id IN SELECT u FROM unnest(v_open) AS u ORDER BY u LOOP
+        PERFORM jobs_cancel(v_id);
+    END LOOP;
+    SELECT count(*) INTO v_cancelled FROM jobs j WHERE j.id = ANY (v_open) AND j.state = 'cancelled';
+    RETURN v_cancelled;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_cancel_workflow(workflow_id bigint) IS 'skiplock: cancels every unfinished step of a workflow (fencing running ones); returns how many.';
+
+CREATE FUNCTION skiplock.jobs_checkpoint(id bigint, attempt integer, step text, value jsonb) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_login regrole := to_regrole(quote_ident(session_user));
+    v_size  integer;
+BEGIN
+    IF jobs_checkpoint.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_checkpoint', 'id', 'must not be NULL');
+    END IF;
+    IF jobs_checkpoint.attempt IS NULL THEN
+        PERFORM _jobs_invalid('jobs_checkpoint', 'attempt', 'must not be NULL');
+    END IF;
+    IF jobs_checkpoint.step IS NULL OR jobs_checkpoint.step = '' OR octet_length(jobs_checkpoint.step) > 200 THEN
+        PERFORM _jobs_invalid('jobs_checkpoint', 'step', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_checkpoint.value IS NULL THEN
+        PERFORM _jobs_invalid('jobs_checkpoint', 'value', 'must not be NULL (use ''null''::jsonb for no value)');
+    END IF;
+    IF octet_length(jobs_checkpoint.value::text) > 1048576 THEN
+        PERFORM _jobs_invalid('jobs_checkpoint', 'value', 'must be at most 1 MB (as JSON text)');
+    END IF;
+
+    UPDATE jobs j
+    SET checkpoints = coalesce(j.checkpoints, '{}') || jsonb_build_object(jobs_checkpoint.step, jobs_checkpoint.value)
+    WHERE j.id = jobs_checkpoint.id
+      AND j.state = 'running'
+      AND j.attempts = jobs_checkpoint.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login)
+    RETURNING octet_length(j.checkpoints::text) INTO v_size;
+    IF v_size > 16777216 THEN
+        PERFORM _jobs_invalid('jobs_checkpoint', 'value', 'would make the job''s checkpoints larger than 16 MB together');
+    END IF;
+    RETURN v_size IS NOT NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_checkpoint(id bigint, attempt integer, step text, value jsonb) IS 'skiplock: saves a finished step''s value for the job''s later attempts, when the caller still holds the job (fenced); returns whether it did.';
 
 CREATE FUNCTION skiplock.jobs_claim(worker text, max_jobs integer DEFAULT 1, queues text[] DEFAULT NULL::text[], lease interval DEFAULT '00:05:00'::interval) RETURNS SETOF skiplock.jobs_claimed
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1314,7 +1650,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) IS 'skiplock: leases up to max_jobs ready jobs (priority, run_at, id order; SKIP LOCKED) to worker and returns them with their attempt (fencing token).';
 
-CREATE FUNCTION skiplock.jobs_complete(id bigint, attempt integer) RETURNS boolean
+CREATE FUNCTION skiplock.jobs_complete(id bigint, attempt integer, result jsonb DEFAULT NULL::jsonb) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -1322,6 +1658,7 @@ CREATE FUNCTION skiplock.jobs_complete(id bigint, attempt integer) RETURNS boole
 DECLARE
     v_queue text;
     v_claim bigint;
+    v_waited boolean;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -1332,6 +1669,9 @@ BEGIN
     IF jobs_complete.attempt IS NULL THEN
         PERFORM _jobs_invalid('jobs_complete', 'attempt', 'must not be NULL');
     END IF;
+    IF octet_length(jobs_complete.result::text) > 1048576 THEN
+        PERFORM _jobs_invalid('jobs_complete', 'result', 'must be at most 1 MB (as JSON text)');
+    END IF;
 
     IF _jobs_completion_deletes() THEN
         -- A done row nobody keeps: a delete inserts no index entry (an update to done
@@ -1341,21 +1681,28 @@ BEGIN
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
+          -- A job others wait for is kept (below).
+          AND j.has_children IS NULL AND j.notify_finished IS NULL
         RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
-    ELSE
+    END IF;
+    IF v_queue IS NULL THEN
         UPDATE jobs j
         SET state = 'done',
             finished_at = now(),
             lease_expires_at = NULL,
-            lease_role = NULL
+            lease_role = NULL,
+            result = jobs_complete.result
         WHERE j.id = jobs_complete.id
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
-        RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
-    END IF;
-    IF NOT FOUND THEN
-        RETURN false;
+        RETURNING j.queue, j.claim_id, j.has_children OR j.notify_finished INTO v_queue, v_claim, v_waited;
+        IF NOT FOUND THEN
+            RETURN false;
+        END IF;
+        IF v_waited THEN
+            PERFORM _jobs_finished(ARRAY[jobs_complete.id]);
+        END IF;
     END IF;
     PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
@@ -1367,9 +1714,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) IS 'skiplock: running -> done (deleted with done_retention 0) when the job is still running at this attempt (fenced); returns whether it did.';
+COMMENT ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer, result jsonb) IS 'skiplock: running -> done, keeping result (deleted with done_retention 0) when the job is still running at this attempt (fenced); returns whether it did.';
 
-CREATE FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer DEFAULT 1, queues text[] DEFAULT NULL::text[], lease interval DEFAULT '00:05:00'::interval) RETURNS TABLE(completed bigint[], id bigint, queue text, kind text, payload jsonb, attempt integer, max_attempts integer, priority integer, run_at timestamp with time zone, lease_expires_at timestamp with time zone, created_at timestamp with time zone, meta jsonb)
+CREATE FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer DEFAULT 1, queues text[] DEFAULT NULL::text[], lease interval DEFAULT '00:05:00'::interval, results jsonb[] DEFAULT NULL::jsonb[]) RETURNS TABLE(completed bigint[], id bigint, queue text, kind text, payload jsonb, attempt integer, max_attempts integer, priority integer, run_at timestamp with time zone, lease_expires_at timestamp with time zone, created_at timestamp with time zone, meta jsonb, parent_results jsonb, checkpoints jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -1386,6 +1733,13 @@ BEGIN
     -- and nothing is completed before a bad claim argument is found; max_jobs may also be 0.
     PERFORM _jobs_check_fence_arrays('jobs_complete_and_claim', jobs_complete_and_claim.ids,
                                      jobs_complete_and_claim.attempts);
+    IF jobs_complete_and_claim.results IS NOT NULL
+       AND (array_ndims(jobs_complete_and_claim.results) > 1
+            OR coalesce(cardinality(jobs_complete_and_claim.results), 0) <> cardinality(jobs_complete_and_claim.ids)
+            OR EXISTS (SELECT FROM unnest(jobs_complete_and_claim.results) AS r WHERE octet_length(r::text) > 1048576)) THEN
+        PERFORM _jobs_invalid('jobs_complete_and_claim', 'results',
+                              'must be NULL or a one-dimensional array as long as ids of results of at most 1 MB');
+    END IF;
     IF jobs_complete_and_claim.worker IS NULL OR jobs_complete_and_claim.worker = ''
        OR octet_length(jobs_complete_and_claim.worker) > 200 THEN
         PERFORM _jobs_invalid('jobs_complete_and_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
@@ -1427,7 +1781,8 @@ BEGIN
     -- Completions first: slots of limited queues they free are free for the claim.
     v_completed := ARRAY(
         SELECT d.done_id
-        FROM jobs_complete_many(jobs_complete_and_claim.ids, jobs_complete_and_claim.attempts) AS d(done_id)
+        FROM jobs_complete_many(jobs_complete_and_claim.ids, jobs_complete_and_claim.attempts,
+                                jobs_complete_and_claim.results) AS d(done_id)
         ORDER BY d.done_id
     );
 
@@ -1456,23 +1811,27 @@ BEGIN
             RETURN QUERY
             SELECT CASE WHEN c.ord = 1 THEN v_completed END,
                    c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
-                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
+                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta, c.c_parent_results,
+                   c.c_checkpoints
             FROM _jobs_claim_limited(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
                                      jobs_complete_and_claim.queues, jobs_complete_and_claim.lease,
                                      skip_locked_queues => true, freed_queues => v_freed_queues,
                                      freed_slots => v_freed_slots)
                  WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
-                                      c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
+                                      c_run_at, c_lease_expires_at, c_created_at, c_meta,
+                                      c_parent_results, c_checkpoints, ord)
             ORDER BY c.ord;
         ELSE
             RETURN QUERY
             SELECT CASE WHEN c.ord = 1 THEN v_completed END,
                    c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
-                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
+                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta, c.c_parent_results,
+                   c.c_checkpoints
             FROM jobs_claim(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
                             jobs_complete_and_claim.queues, jobs_complete_and_claim.lease)
                  WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
-                                      c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
+                                      c_run_at, c_lease_expires_at, c_created_at, c_meta,
+                                      c_parent_results, c_checkpoints, ord)
             ORDER BY c.ord;
         END IF;
         IF FOUND THEN
@@ -1483,38 +1842,52 @@ BEGIN
     -- Nothing claimed: one row that still reports the completions.
     RETURN QUERY
     SELECT v_completed, NULL::bigint, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer,
-           NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::jsonb;
+           NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::jsonb;
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer, queues text[], lease interval) IS 'skiplock: jobs_complete_many(ids, attempts) then jobs_claim(worker, max_jobs, queues, lease) in one call; completed (ids) on the first row, then the claimed jobs.';
+COMMENT ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer, queues text[], lease interval, results jsonb[]) IS 'skiplock: jobs_complete_many(ids, attempts, results) then jobs_claim(worker, max_jobs, queues, lease) in one call; completed (ids) on the first row, then the claimed jobs.';
 
-CREATE FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) RETURNS SETOF bigint
+CREATE FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_pair   record;
-    v_id     bigint;
-    v_ids    bigint[];
-    v_queue  text;
-    v_queues text[] := '{}';
-    v_claim  bigint;
-    v_claims bigint[] := '{}';
+    v_pair     record;
+    v_id       bigint;
+    v_ids      bigint[];
+    v_queue    text;
+    v_queues   text[] := '{}';
+    v_claim    bigint;
+    v_claims   bigint[] := '{}';
+    v_waited   boolean;
+    v_finished bigint[] := '{}';
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
 BEGIN
     PERFORM _jobs_check_fence_arrays('jobs_complete_many', jobs_complete_many.ids, jobs_complete_many.attempts);
+    IF jobs_complete_many.results IS NOT NULL THEN
+        IF array_ndims(jobs_complete_many.results) > 1
+           OR coalesce(cardinality(jobs_complete_many.results), 0) <> cardinality(jobs_complete_many.ids) THEN
+            PERFORM _jobs_invalid('jobs_complete_many', 'results',
+                                  'must be NULL or a one-dimensional array as long as ids');
+        END IF;
+        IF EXISTS (SELECT FROM unnest(jobs_complete_many.results) AS r WHERE octet_length(r::text) > 1048576) THEN
+            PERFORM _jobs_invalid('jobs_complete_many', 'results', 'must hold results of at most 1 MB (as JSON text)');
+        END IF;
+    END IF;
 
     IF _jobs_completion_deletes() THEN
         -- Each DELETE finds its row through jobs_pkey, locks it and re-checks the fence on
         -- the latest version (READ COMMITTED), so no lock is taken before it; the loop's
-        -- order is the lock order.
+        -- order is the lock order. A job others wait for is kept as done instead.
         FOR v_pair IN
-            SELECT DISTINCT t.id, t.attempt
-            FROM unnest(jobs_complete_many.ids, jobs_complete_many.attempts) AS t(id, attempt)
+            SELECT DISTINCT ON (t.id, t.attempt) t.id, t.attempt, t.result
+            FROM unnest(jobs_complete_many.ids, jobs_complete_many.attempts,
+                        coalesce(jobs_complete_many.results, '{}')) AS t(id, attempt, result)
+            WHERE t.id IS NOT NULL
             ORDER BY t.id, t.attempt
         LOOP
             DELETE FROM jobs j
@@ -1522,15 +1895,37 @@ BEGIN
               AND j.attempts = v_pair.attempt
               AND j.state = 'running'
               AND (j.lease_role IS NULL OR j.lease_role = v_login)
+              AND j.has_children IS NULL AND j.notify_finished IS NULL
             RETURNING j.id, j.queue, j.claim_id INTO v_id, v_queue, v_claim;
+            IF NOT FOUND THEN
+                UPDATE jobs j
+                SET state = 'done',
+                    finished_at = now(),
+                    lease_expires_at = NULL,
+                    lease_role = NULL,
+                    result = v_pair.result
+                WHERE j.id = v_pair.id
+                  AND j.attempts = v_pair.attempt
+                  AND j.state = 'running'
+                  AND (j.lease_role IS NULL OR j.lease_role = v_login)
+                RETURNING j.id, j.queue, j.claim_id, true INTO v_id, v_queue, v_claim, v_waited;
+            END IF;
             IF FOUND THEN
                 RETURN NEXT v_id;
                 v_claims := v_claims || v_claim;
                 IF v_queue <> ALL (v_queues) THEN
                     v_queues := v_queues || v_queue;
                 END IF;
+                IF v_waited THEN
+                    v_finished := v_finished || v_id;
+                    v_waited := false;
+                END IF;
             END IF;
         END LOOP;
+        -- Children are job rows: locked before the jobs_claims rows, as everywhere.
+        IF cardinality(v_finished) > 0 THEN
+            PERFORM _jobs_finished(v_finished);
+        END IF;
         PERFORM _jobs_claims_release(v_claims);
         -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
         PERFORM pg_notify('jobs_ready', q.queue)
@@ -1544,9 +1939,11 @@ BEGIN
     -- keeps from being flattened into a join), in id order, so the cost follows the batch,
     -- not the number of running jobs, whatever plan the statistics suggest.
     WITH held AS (
-        SELECT l.id
-        FROM (SELECT t.id, t.attempt
-              FROM unnest(jobs_complete_many.ids, jobs_complete_many.attempts) AS t(id, attempt)
+        SELECT l.id, t.result
+        FROM (SELECT t.id, t.attempt, t.result
+              FROM unnest(jobs_complete_many.ids, jobs_complete_many.attempts,
+                          coalesce(jobs_complete_many.results, '{}')) AS t(id, attempt, result)
+              WHERE t.id IS NOT NULL
               ORDER BY t.id) AS t
         CROSS JOIN LATERAL (
             SELECT j.id
@@ -1562,15 +1959,23 @@ BEGIN
         SET state = 'done',
             finished_at = now(),
             lease_expires_at = NULL,
-            lease_role = NULL
+            lease_role = NULL,
+            result = h.result
+        FROM held h
         WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
-        RETURNING j.id, j.queue, j.claim_id
+          AND h.id = j.id
+        RETURNING j.id, j.queue, j.claim_id, j.has_children OR j.notify_finished AS waited
     )
     SELECT coalesce(array_agg(d.id), '{}'), coalesce(array_agg(DISTINCT d.queue), '{}'),
-           coalesce(array_agg(d.claim_id), '{}')
-    INTO v_ids, v_queues, v_claims
+           coalesce(array_agg(d.claim_id), '{}'),
+           coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.waited), '{}')
+    INTO v_ids, v_queues, v_claims, v_finished
     FROM done d;
 
+    -- Children are job rows: locked before the jobs_claims rows, as everywhere.
+    IF cardinality(v_finished) > 0 THEN
+        PERFORM _jobs_finished(v_finished);
+    END IF;
     PERFORM _jobs_claims_release(v_claims);
     -- Slots of concurrency-limited queues came back: wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)
@@ -1581,7 +1986,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) IS 'skiplock: jobs_complete for many (id, attempt) pairs (deleted with done_retention 0); returns the ids completed.';
+COMMENT ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[], results jsonb[]) IS 'skiplock: jobs_complete for many (id, attempt) pairs, with optional results (deleted with done_retention 0); returns the ids completed.';
 
 CREATE FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text DEFAULT 'UTC'::text) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -1653,13 +2058,14 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) IS 'skiplock: deletes up to max_jobs finished jobs matching the filters (default: done, dead, cancelled); skips locked rows; returns the count.';
 
-CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, meta jsonb DEFAULT NULL::jsonb, notify boolean DEFAULT true) RETURNS bigint
+CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, meta jsonb DEFAULT NULL::jsonb, notify boolean DEFAULT true, depends_on bigint[] DEFAULT NULL::bigint[], on_parent_failure text DEFAULT 'cancel'::text, notify_finished boolean DEFAULT false) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
-    v_id bigint;
+    v_id      bigint;
+    v_parents bigint[];
 BEGIN
     IF jobs_enqueue.kind IS NULL OR jobs_enqueue.kind = '' OR octet_length(jobs_enqueue.kind) > 200 THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'kind', 'must be a non-empty string of at most 200 bytes');
@@ -1692,6 +2098,24 @@ BEGIN
     IF jobs_enqueue.notify IS NULL THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'notify', 'must not be NULL');
     END IF;
+    IF jobs_enqueue.notify_finished IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'notify_finished', 'must not be NULL');
+    END IF;
+    IF jobs_enqueue.on_parent_failure IS NULL OR jobs_enqueue.on_parent_failure NOT IN ('cancel', 'run') THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'on_parent_failure', 'must be ''cancel'' or ''run''');
+    END IF;
+    IF cardinality(jobs_enqueue.depends_on) > 0 THEN
+        IF array_ndims(jobs_enqueue.depends_on) > 1 THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must be a one-dimensional array');
+        END IF;
+        IF array_position(jobs_enqueue.depends_on, NULL) IS NOT NULL THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must not contain NULL');
+        END IF;
+        IF cardinality(jobs_enqueue.depends_on) > 10000 THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must hold at most 10000 ids');
+        END IF;
+        v_parents := ARRAY(SELECT DISTINCT u FROM unnest(jobs_enqueue.depends_on) AS u ORDER BY u);
+    END IF;
 
     IF jobs_enqueue.unique_key IS NOT NULL THEN
         -- The key first: its row in jobs_unique_keys is the lock that makes concurrent
@@ -1717,12 +2141,20 @@ BEGIN
         END LOOP;
     END IF;
 
+    IF v_parents IS NOT NULL THEN
+        RETURN _jobs_enqueue_child(jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.queue, jobs_enqueue.run_at,
+                                   jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
+                                   jobs_enqueue.concurrency_key, jobs_enqueue.meta, jobs_enqueue.notify, v_parents,
+                                   jobs_enqueue.on_parent_failure, jobs_enqueue.notify_finished, v_id, NULL, NULL);
+    END IF;
+
     -- The job, and its row in jobs_queued (what claims find it by).
     WITH inserted AS (
-        INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta)
+        INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta,
+                          notify_finished)
         VALUES (coalesce(v_id, nextval('jobs_id_seq')), jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload,
                 jobs_enqueue.run_at, jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
-                jobs_enqueue.concurrency_key, jobs_enqueue.meta)
+                jobs_enqueue.concurrency_key, jobs_enqueue.meta, nullif(jobs_enqueue.notify_finished, false))
         RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
     )
     INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
@@ -1736,7 +2168,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
+COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, depends_on bigint[], on_parent_failure text, notify_finished boolean) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
 
 CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[], concurrency_keys text[] DEFAULT NULL::text[], metas jsonb[] DEFAULT NULL::jsonb[], notify boolean DEFAULT true) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1987,6 +2419,185 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
 
+CREATE FUNCTION skiplock.jobs_enqueue_workflow(steps jsonb) RETURNS TABLE(name text, id bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_n       integer;
+    v_index   jsonb := '{}';
+    v_step    jsonb;
+    v_name    text;
+    v_dep     jsonb;
+    v_parent  integer;
+    v_ep      integer[] := '{}';
+    v_ec      integer[] := '{}';
+    v_depth   integer[];
+    v_next    integer[];
+    v_ids     bigint[];
+    v_wf      bigint;
+    v_parents bigint[];
+    v_i       integer;
+    v_id      bigint;
+    v_kind    text;
+    v_queue   text;
+    v_payload jsonb;
+    v_prio    integer;
+    v_max     integer;
+    v_run_at  timestamptz;
+    v_ckey    text;
+    v_meta    jsonb;
+    v_policy  text;
+    v_nf      boolean;
+BEGIN
+    IF jsonb_typeof(jobs_enqueue_workflow.steps) IS DISTINCT FROM 'array'
+       OR jsonb_array_length(jobs_enqueue_workflow.steps) = 0 THEN
+        PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', 'must be a non-empty JSON array of step objects');
+    END IF;
+    v_n := jsonb_array_length(jobs_enqueue_workflow.steps);
+    IF v_n > 10000 THEN
+        PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', 'must hold at most 10000 steps');
+    END IF;
+
+    -- Names.
+    FOR v_i IN 1 .. v_n LOOP
+        v_step := jobs_enqueue_workflow.steps -> (v_i - 1);
+        IF jsonb_typeof(v_step) IS DISTINCT FROM 'object' THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('element %s is not an object', v_i - 1));
+        END IF;
+        IF jsonb_typeof(v_step -> 'name') IS DISTINCT FROM 'string' OR v_step ->> 'name' = ''
+           OR octet_length(v_step ->> 'name') > 200 THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                format('element %s has no name (a non-empty string of at most 200 bytes)', v_i - 1));
+        END IF;
+        v_name := v_step ->> 'name';
+        IF v_index ? v_name THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('has two steps named %s', to_jsonb(v_name)));
+        END IF;
+        v_index := v_index || jsonb_build_object(v_name, v_i);
+    END LOOP;
+
+    -- Edges (parent index, child index).
+    FOR v_i IN 1 .. v_n LOOP
+        v_step := jobs_enqueue_workflow.steps -> (v_i - 1);
+        IF v_step ? 'depends_on' AND jsonb_typeof(v_step -> 'depends_on') <> 'null' THEN
+            IF jsonb_typeof(v_step -> 'depends_on') <> 'array' THEN
+                PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                    format('step %s: depends_on must be an array of step names', to_jsonb(v_step ->> 'name')));
+            END IF;
+            FOR v_dep IN SELECT e FROM jsonb_array_elements(v_step -> 'depends_on') AS e LOOP
+                IF jsonb_typeof(v_dep) <> 'string' OR NOT v_index ? (v_dep #>> '{}') THEN
+                    PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                        format('step %s depends on unknown step %s', to_jsonb(v_step ->> 'name'), v_dep));
+                END IF;
+                v_parent := (v_index ->> (v_dep #>> '{}'))::integer;
+                v_ep := v_ep || v_parent;
+                v_ec := v_ec || v_i;
+            END LOOP;
+        END IF;
+    END LOOP;
+
+    -- Depth of each step (the longest path from a step without parents), by relaxing every
+    -- edge until nothing changes; a depth reaching the number of steps means a cycle.
+    v_depth := array_fill(0, ARRAY[v_n]);
+    LOOP
+        SELECT array_agg(greatest(v_depth[s.i], coalesce(m.d, 0)) ORDER BY s.i)
+        INTO v_next
+        FROM generate_series(1, v_n) AS s(i)
+        LEFT JOIN (SELECT v_ec[e] AS c, max(v_depth[v_ep[e]]) + 1 AS d
+                   FROM generate_subscripts(v_ep, 1) AS e
+                   GROUP BY 1) AS m ON m.c = s.i;
+        EXIT WHEN v_next = v_depth;
+        IF (SELECT max(x) FROM unnest(v_next) AS x) >= v_n THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', 'form a cycle (a step depends on itself through depends_on)');
+        END IF;
+        v_depth := v_next;
+    END LOOP;
+
+    -- Parents first; ids in that order.
+    v_ids := array_fill(NULL::bigint, ARRAY[v_n]);
+    FOR v_i IN SELECT s.i FROM generate_series(1, v_n) AS s(i) ORDER BY v_depth[s.i], s.i LOOP
+        v_step := jobs_enqueue_workflow.steps -> (v_i - 1);
+        v_name := v_step ->> 'name';
+        BEGIN
+            v_kind := v_step ->> 'kind';
+            v_payload := coalesce(v_step -> 'payload', '{}');
+            v_queue := coalesce(v_step ->> 'queue', 'default');
+            v_prio := coalesce((v_step ->> 'priority')::integer, 0);
+            v_max := coalesce((v_step ->> 'max_attempts')::integer, 5);
+            v_run_at := coalesce((v_step ->> 'run_at')::timestamptz, now());
+            v_ckey := v_step ->> 'concurrency_key';
+            v_meta := v_step -> 'meta';
+            v_policy := coalesce(v_step ->> 'on_parent_failure', 'cancel');
+            v_nf := coalesce((v_step ->> 'notify_finished')::boolean, false);
+        EXCEPTION WHEN data_exception THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                format('step %s: %s', to_jsonb(v_name), SQLERRM));
+        END;
+        IF jsonb_typeof(v_step -> 'kind') IS DISTINCT FROM 'string' OR v_kind = '' OR octet_length(v_kind) > 200 THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                format('step %s: kind must be a non-empty string of at most 200 bytes', to_jsonb(v_name)));
+        END IF;
+        IF jsonb_typeof(v_payload) = 'null' THEN
+            v_payload := '{}';
+        END IF;
+        IF v_queue = '' OR octet_length(v_queue) > 200 THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                format('step %s: queue must be a non-empty string of at most 200 bytes', to_jsonb(v_name)));
+        END IF;
+        IF v_max < 1 THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('step %s: max_attempts must be at least 1', to_jsonb(v_name)));
+        END IF;
+        IF NOT isfinite(v_run_at) THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('step %s: run_at must be a finite timestamp', to_jsonb(v_name)));
+        END IF;
+        IF v_ckey = '' OR octet_length(v_ckey) > 200 THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                format('step %s: concurrency_key must be a non-empty string of at most 200 bytes', to_jsonb(v_name)));
+        END IF;
+        IF jsonb_typeof(v_meta) = 'null' THEN
+            v_meta := NULL;
+        ELSIF jsonb_typeof(v_meta) <> 'object' THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('step %s: meta must be an object', to_jsonb(v_name)));
+        END IF;
+        IF v_policy NOT IN ('cancel', 'run') THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                format('step %s: on_parent_failure must be "cancel" or "run"', to_jsonb(v_name)));
+        END IF;
+
+        v_parents := ARRAY(SELECT DISTINCT v_ids[v_ep[e]] FROM generate_subscripts(v_ep, 1) AS e
+                           WHERE v_ec[e] = v_i ORDER BY 1);
+        IF v_wf IS NULL THEN
+            v_wf := nextval('jobs_id_seq');
+            v_id := v_wf;
+        ELSE
+            v_id := nextval('jobs_id_seq');
+        END IF;
+        IF cardinality(v_parents) = 0 THEN
+            INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, concurrency_key, meta,
+                              notify_finished, workflow_id, workflow_step)
+            VALUES (v_id, v_queue, v_kind, v_payload, v_run_at, v_prio, v_max, v_ckey, v_meta,
+                    nullif(v_nf, false), v_wf, v_name);
+            INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+            VALUES (v_queue, v_prio, v_run_at, v_id, v_ckey);
+            IF v_run_at <= now() THEN
+                PERFORM pg_notify('jobs_ready', v_queue);
+            END IF;
+        ELSE
+            PERFORM _jobs_enqueue_child(v_kind, v_payload, v_queue, v_run_at, v_prio, v_max, NULL, v_ckey, v_meta,
+                                        true, v_parents, v_policy, v_nf, v_id, v_wf, v_name);
+        END IF;
+        v_ids[v_i] := v_id;
+        name := v_name;
+        id := v_id;
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_enqueue_workflow(steps jsonb) IS 'skiplock: adds a graph of jobs with dependencies by step name, all or nothing; returns each step''s name and id.';
+
 CREATE FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS skiplock.jobs_state
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -2050,7 +2661,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) IS 'skiplock: records a failed attempt (fenced) and requeues with backoff, or marks dead when attempts are exhausted; returns the new state, NULL when not held.';
 
-CREATE FUNCTION skiplock.jobs_get(id bigint) RETURNS TABLE(state skiplock.jobs_state, attempts integer, max_attempts integer, run_at timestamp with time zone, last_error text, created_at timestamp with time zone, finished_at timestamp with time zone, meta jsonb)
+CREATE FUNCTION skiplock.jobs_get(id bigint) RETURNS TABLE(state skiplock.jobs_state, attempts integer, max_attempts integer, run_at timestamp with time zone, last_error text, created_at timestamp with time zone, finished_at timestamp with time zone, meta jsonb, result jsonb, progress jsonb, workflow_id bigint, depends_on bigint[])
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -2061,13 +2672,14 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    SELECT j.state, j.attempts, j.max_attempts, j.run_at, j.last_error, j.created_at, j.finished_at, j.meta
+    SELECT j.state, j.attempts, j.max_attempts, j.run_at, j.last_error, j.created_at, j.finished_at, j.meta,
+           j.result, j.progress, j.workflow_id, j.depends_on
     FROM jobs j
     WHERE j.id = jobs_get.id;
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_get(id bigint) IS 'skiplock: a job''s state, attempts, max_attempts, run_at, last_error, created_at, finished_at and meta (no payload); no rows for an unknown id.';
+COMMENT ON FUNCTION skiplock.jobs_get(id bigint) IS 'skiplock: a job''s state, attempts, max_attempts, run_at, last_error, created_at, finished_at, meta, result, progress, workflow_id and depends_on (no payload); no rows for an unknown id.';
 
 CREATE FUNCTION skiplock.jobs_heartbeat(id bigint, attempt integer, lease interval DEFAULT '00:05:00'::interval) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2212,6 +2824,17 @@ CREATE TABLE skiplock.jobs (
     meta jsonb,
     lease_role oid,
     claim_id bigint,
+    workflow_id bigint,
+    workflow_step text,
+    depends_on bigint[],
+    pending_parents integer,
+    on_parent_failure text,
+    has_children boolean,
+    notify_finished boolean,
+    cancelled_by bigint,
+    result jsonb,
+    checkpoints jsonb,
+    progress jsonb,
     CONSTRAINT jobs_attempts_valid CHECK ((attempts >= 0)),
     CONSTRAINT jobs_errors_is_array CHECK ((jsonb_typeof(errors) = 'array'::text)),
     CONSTRAINT jobs_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
@@ -2227,6 +2850,28 @@ COMMENT ON TABLE skiplock.jobs IS 'skiplock jobs: one row per job, in every stat
 COMMENT ON COLUMN skiplock.jobs.lease_role IS 'skiplock: the oid of the login (session_user) that took the running job''s lease; the fenced calls of other logins do not match it. NULL when not running, or for a lease taken before it was recorded.';
 
 COMMENT ON COLUMN skiplock.jobs.claim_id IS 'skiplock: the jobs_claims row of the claim that leased the job last (a running job''s lease is listed there).';
+
+COMMENT ON COLUMN skiplock.jobs.workflow_id IS 'skiplock: the workflow the job is a step of (jobs_enqueue_workflow: the id of its first step); NULL for other jobs.';
+
+COMMENT ON COLUMN skiplock.jobs.workflow_step IS 'skiplock: the step''s name within its workflow; NULL for other jobs.';
+
+COMMENT ON COLUMN skiplock.jobs.depends_on IS 'skiplock: the ids of the job''s parents (jobs_enqueue''s depends_on); NULL for a job without parents.';
+
+COMMENT ON COLUMN skiplock.jobs.pending_parents IS 'skiplock: how many of the job''s parents have not finished in a way that lets it run (jobs_dependencies rows not resolved); NULL without parents.';
+
+COMMENT ON COLUMN skiplock.jobs.on_parent_failure IS 'skiplock: what a dead or cancelled parent does to the job: cancel (the default) or run; NULL without parents.';
+
+COMMENT ON COLUMN skiplock.jobs.has_children IS 'skiplock: true when some job depends on this one; NULL otherwise.';
+
+COMMENT ON COLUMN skiplock.jobs.notify_finished IS 'skiplock: true when the job NOTIFYs jobs_finished as it becomes done, dead or cancelled; NULL otherwise.';
+
+COMMENT ON COLUMN skiplock.jobs.cancelled_by IS 'skiplock: the parent whose end (dead or cancelled) cancelled this job; jobs_retry of that parent brings it back. NULL otherwise.';
+
+COMMENT ON COLUMN skiplock.jobs.result IS 'skiplock: what the job returned (jobs_complete''s result); NULL for none.';
+
+COMMENT ON COLUMN skiplock.jobs.checkpoints IS 'skiplock: the values of the job''s finished steps (jobs_checkpoint), by step name; NULL for none.';
+
+COMMENT ON COLUMN skiplock.jobs.progress IS 'skiplock: the job''s last reported progress (jobs_progress); NULL for none.';
 
 CREATE FUNCTION skiplock.jobs_inspect(id bigint) RETURNS SETOF skiplock.jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -2266,7 +2911,7 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
                j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
-               j.unique_key, j.concurrency_key, j.last_error
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
         FROM jobs_queued q
         -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
         -- the planner from joining the tables another way).
@@ -2283,7 +2928,7 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
                j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
-               j.unique_key, j.concurrency_key, j.last_error
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
         FROM jobs_claims c
         CROSS JOIN LATERAL unnest(c.ids) AS u(id)
         -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
@@ -2301,7 +2946,7 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
                j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
-               j.unique_key, j.concurrency_key, j.last_error
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
         FROM jobs_dead_cancelled d
         -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
         -- the planner from joining the tables another way).
@@ -2315,11 +2960,26 @@ BEGIN
           AND (jobs_list.before_id IS NULL OR j.id < jobs_list.before_id)
         ORDER BY d.id DESC
         LIMIT jobs_list.max_jobs;
+    ELSIF jobs_list.state = 'waiting' THEN
+        -- Each waiting job has an unresolved jobs_dependencies row.
+        RETURN QUERY
+        SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
+               j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
+        FROM (SELECT DISTINCT d.child_id AS id FROM jobs_dependencies d
+              WHERE NOT d.resolved
+                AND (jobs_list.before_id IS NULL OR d.child_id < jobs_list.before_id)) AS w
+        CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = w.id OFFSET 0) j
+        WHERE j.state = 'waiting'
+          AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)
+          AND (jobs_list.kind IS NULL OR j.kind = jobs_list.kind)
+        ORDER BY j.id DESC
+        LIMIT jobs_list.max_jobs;
     ELSE
         RETURN QUERY
         SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
                j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
-               j.unique_key, j.concurrency_key, j.last_error
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
         FROM jobs j
         WHERE (jobs_list.state IS NULL OR j.state = jobs_list.state)
           AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)
@@ -2440,6 +3100,8 @@ BEGIN
                                       AND w.finished_at < v_cutoff))
                               AND j.state = 'done'
                               AND j.finished_at < v_cutoff
+                              AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                                   OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                             ORDER BY j.id
                             FOR UPDATE SKIP LOCKED);
                         EXIT WHEN cardinality(v_doomed) > 0 OR v_from IS NOT NULL;
@@ -2454,6 +3116,8 @@ BEGIN
                         WHERE j.id < v_lo
                           AND j.state = 'done'
                           AND j.finished_at < v_cutoff
+                          AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                               OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                         ORDER BY j.id
                         LIMIT jobs_maintain.max_jobs
                         FOR UPDATE SKIP LOCKED);
@@ -2467,6 +3131,8 @@ BEGIN
                             WHERE j.id = d.id
                               AND j.state = 'cancelled'
                               AND j.finished_at < v_cutoff
+                              AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                                   OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                             FOR UPDATE SKIP LOCKED
                         ) AS l
                         WHERE d.state = 'cancelled'
@@ -2483,6 +3149,8 @@ BEGIN
                             WHERE j.id = d.id
                               AND j.state = 'dead'
                               AND j.finished_at < v_cutoff
+                              AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                                   OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                             FOR UPDATE SKIP LOCKED
                         ) AS l
                         WHERE d.state = 'dead'
@@ -2521,6 +3189,8 @@ BEGIN
                             WHERE j.id = ANY (v_doomed[v_first:v_last])
                               AND j.state = v_state
                               AND j.finished_at < v_cutoff
+                              AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                                   OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                             FOR UPDATE SKIP LOCKED
                         )
                         DELETE FROM jobs j
@@ -2765,6 +3435,36 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_pause(queue text) IS 'skiplock: pauses a queue (jobs_claim hands out none of its jobs); true when this call paused it.';
 
+CREATE FUNCTION skiplock.jobs_progress(id bigint, attempt integer, progress jsonb) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_login regrole := to_regrole(quote_ident(session_user));
+BEGIN
+    IF jobs_progress.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_progress', 'id', 'must not be NULL');
+    END IF;
+    IF jobs_progress.attempt IS NULL THEN
+        PERFORM _jobs_invalid('jobs_progress', 'attempt', 'must not be NULL');
+    END IF;
+    IF octet_length(jobs_progress.progress::text) > 1048576 THEN
+        PERFORM _jobs_invalid('jobs_progress', 'progress', 'must be at most 1 MB (as JSON text)');
+    END IF;
+
+    UPDATE jobs j
+    SET progress = jobs_progress.progress
+    WHERE j.id = jobs_progress.id
+      AND j.state = 'running'
+      AND j.attempts = jobs_progress.attempt
+      AND (j.lease_role IS NULL OR j.lease_role = v_login);
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_progress(id bigint, attempt integer, progress jsonb) IS 'skiplock: records a running job''s progress when the caller still holds it (fenced); returns whether it did.';
+
 CREATE FUNCTION skiplock.jobs_prune(older_than interval DEFAULT '7 days'::interval, include_dead boolean DEFAULT false, max_jobs integer DEFAULT 10000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -2791,6 +3491,9 @@ BEGIN
           -- finished 1000 years ago, so the cap changes no result.
           AND j.finished_at < now() - least(jobs_prune.older_than, interval '1000 years')
           AND (j.state IN ('done', 'cancelled') OR (jobs_prune.include_dead AND j.state = 'dead'))
+          AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+               OR _jobs_prunable(j.id, j.workflow_id, j.has_children,
+                                 now() - least(jobs_prune.older_than, interval '1000 years')))
         ORDER BY j.id
         LIMIT jobs_prune.max_jobs
         FOR UPDATE SKIP LOCKED
@@ -2918,6 +3621,25 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_requeue_expired() IS 'skiplock: running jobs whose lease expired go back to queued (or dead when out of attempts); safe to call concurrently; returns the count.';
 
+CREATE FUNCTION skiplock.jobs_result(id bigint) RETURNS TABLE(state skiplock.jobs_state, result jsonb, last_error text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_result.id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_result', 'id', 'must not be NULL');
+    END IF;
+
+    RETURN QUERY
+    SELECT j.state, j.result, j.last_error
+    FROM jobs j
+    WHERE j.id = jobs_result.id;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_result(id bigint) IS 'skiplock: a job''s state, result and last_error; no rows for an unknown id.';
+
 CREATE FUNCTION skiplock.jobs_resume(queue text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -2956,16 +3678,20 @@ DECLARE
     v_queue    text;
     v_shard    integer;
     v_attempts integer;
+    v_state    jobs_state;
+    v_children boolean;
 BEGIN
     IF jobs_retry.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_retry', 'id', 'must not be NULL');
     END IF;
 
     UPDATE jobs j
-    SET state = 'queued',
+    -- A job still waiting for a parent goes back to waiting.
+    SET state = CASE WHEN j.pending_parents > 0 THEN 'waiting' ELSE 'queued' END::jobs_state,
         run_at = now(),
         max_attempts = greatest(j.max_attempts, j.attempts + 1),
-        finished_at = NULL
+        finished_at = NULL,
+        cancelled_by = NULL
     WHERE j.id = jobs_retry.id
       AND j.state IN ('dead', 'cancelled')
       -- Read in this statement, whose snapshot is taken once it holds its lock on jobs: a
@@ -2973,7 +3699,7 @@ BEGIN
       AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
       -- attempts + 1 must fit in an integer (and be a fencing token never handed out).
       AND j.attempts < 2147483647
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.state, j.has_children INTO v_queue, v_state, v_children;
     IF NOT FOUND THEN
         -- Why not: only these two refusals raise; any other state or an unknown id is false.
         SELECT j.attempts INTO v_attempts
@@ -2997,7 +3723,12 @@ BEGIN
         RETURN false;
     END IF;
 
-    PERFORM pg_notify('jobs_ready', v_queue);
+    IF v_children THEN
+        PERFORM _jobs_revive(ARRAY[jobs_retry.id]);
+    END IF;
+    IF v_state = 'queued' THEN
+        PERFORM pg_notify('jobs_ready', v_queue);
+    END IF;
     RETURN true;
 END;
 $$;
@@ -3101,10 +3832,11 @@ BEGIN
     -- Jobs without a key: one update (through jobs_pkey).
     WITH retried AS (
         UPDATE jobs j
-        SET state = 'queued',
+        SET state = CASE WHEN j.pending_parents > 0 THEN 'waiting' ELSE 'queued' END::jobs_state,
             run_at = now(),
             max_attempts = greatest(j.max_attempts, j.attempts + 1),
-            finished_at = NULL
+            finished_at = NULL,
+            cancelled_by = NULL
         WHERE j.id = ANY (v_picked)
           AND j.unique_key IS NULL
           AND j.state IN ('dead', 'cancelled')
@@ -3142,10 +3874,11 @@ BEGIN
             PERFORM set_config('lock_timeout', '1ms', true);
             WITH retried AS (
                 UPDATE jobs j
-                SET state = 'queued',
+                SET state = CASE WHEN j.pending_parents > 0 THEN 'waiting' ELSE 'queued' END::jobs_state,
                     run_at = now(),
                     max_attempts = greatest(j.max_attempts, j.attempts + 1),
-                    finished_at = NULL
+                    finished_at = NULL,
+                    cancelled_by = NULL
                 WHERE j.id = ANY (v_keyed)
                   AND j.state IN ('dead', 'cancelled')
                 RETURNING j.queue
@@ -3190,10 +3923,11 @@ BEGIN
                     v_key := v_keys[v_i];
                     IF NOT v_id = ANY (v_skipped) THEN
                         UPDATE jobs j
-                        SET state = 'queued',
+                        SET state = CASE WHEN j.pending_parents > 0 THEN 'waiting' ELSE 'queued' END::jobs_state,
                             run_at = now(),
                             max_attempts = greatest(j.max_attempts, j.attempts + 1),
-                            finished_at = NULL
+                            finished_at = NULL,
+                            cancelled_by = NULL
                         WHERE j.id = v_id
                           AND j.state IN ('dead', 'cancelled')
                           AND NOT EXISTS (
@@ -3222,6 +3956,10 @@ BEGIN
             END IF;
         END LOOP;
     END IF;
+
+    -- Descendants their end had cancelled come back to waiting.
+    PERFORM _jobs_revive(ARRAY(SELECT j.id FROM jobs j WHERE j.id = ANY (v_picked) AND j.has_children
+                                 AND j.state NOT IN ('done', 'dead', 'cancelled') ORDER BY j.id));
 
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM (SELECT DISTINCT u.queue FROM unnest(v_queues) AS u(queue)) AS q;
@@ -3672,6 +4410,14 @@ CREATE TABLE skiplock.jobs_dead_cancelled (
 
 COMMENT ON TABLE skiplock.jobs_dead_cancelled IS 'skiplock (private): the dead and cancelled jobs, kept in step with jobs by a trigger.';
 
+CREATE TABLE skiplock.jobs_dependencies (
+    parent_id bigint NOT NULL,
+    child_id bigint NOT NULL,
+    resolved boolean NOT NULL
+);
+
+COMMENT ON TABLE skiplock.jobs_dependencies IS 'skiplock (private): one row per dependency between two jobs; changed only by the jobs_* functions.';
+
 ALTER TABLE skiplock.jobs ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
     SEQUENCE NAME skiplock.jobs_id_seq
     START WITH 1
@@ -3783,6 +4529,9 @@ ALTER TABLE skiplock.jobs
 ALTER TABLE ONLY skiplock.jobs_dead_cancelled
     ADD CONSTRAINT jobs_dead_cancelled_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY skiplock.jobs_dependencies
+    ADD CONSTRAINT jobs_dependencies_pkey PRIMARY KEY (parent_id, child_id);
+
 ALTER TABLE skiplock.jobs
     ADD CONSTRAINT jobs_lease_role_running CHECK (((state = 'running'::skiplock.jobs_state) OR (lease_role IS NULL))) NOT VALID;
 
@@ -3810,6 +4559,8 @@ CREATE INDEX jobs_claims_queue_idx ON skiplock.jobs_claims USING btree (queue);
 
 CREATE INDEX jobs_dead_cancelled_idx ON skiplock.jobs_dead_cancelled USING btree (state, finished_at) INCLUDE (queue);
 
+CREATE INDEX jobs_dependencies_child_idx ON skiplock.jobs_dependencies USING btree (child_id);
+
 CREATE INDEX jobs_queue_starts_idx ON skiplock.jobs_queue_starts USING btree (queue, started_at);
 
 CREATE INDEX jobs_ready_idx ON skiplock.jobs_queued USING btree (queue, priority, run_at, id);
@@ -3818,11 +4569,17 @@ CREATE INDEX jobs_ready_key_idx ON skiplock.jobs_queued USING btree (queue, conc
 
 CREATE INDEX jobs_schedules_due_idx ON skiplock.jobs_schedules USING btree (next_run_at) WHERE enabled;
 
+CREATE INDEX jobs_workflow_idx ON skiplock.jobs USING btree (workflow_id) WHERE (workflow_id IS NOT NULL);
+
 CREATE TRIGGER jobs_dead_cancelled_insert AFTER INSERT ON skiplock.jobs FOR EACH ROW WHEN ((new.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))) EXECUTE FUNCTION skiplock._jobs_dead_cancelled_sync();
 
 CREATE TRIGGER jobs_dead_cancelled_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN ((old.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))) EXECUTE FUNCTION skiplock._jobs_dead_cancelled_sync();
 
 CREATE TRIGGER jobs_dead_cancelled_sync AFTER UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN ((((old.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state])) OR (new.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))) AND ((old.state IS DISTINCT FROM new.state) OR (old.finished_at IS DISTINCT FROM new.finished_at)))) EXECUTE FUNCTION skiplock._jobs_dead_cancelled_sync();
+
+CREATE TRIGGER jobs_dependencies_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN ((old.depends_on IS NOT NULL)) EXECUTE FUNCTION skiplock._jobs_dependencies_release();
+
+CREATE TRIGGER jobs_finished_cascade AFTER UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN (((new.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state])) AND (old.state <> ALL (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state, 'done'::skiplock.jobs_state])) AND (new.has_children OR new.notify_finished))) EXECUTE FUNCTION skiplock._jobs_finished_cascade();
 
 CREATE TRIGGER jobs_queued_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN ((old.state = 'queued'::skiplock.jobs_state)) EXECUTE FUNCTION skiplock._jobs_queued_sync();
 
@@ -3830,9 +4587,9 @@ CREATE TRIGGER jobs_queued_sync AFTER UPDATE OF state, queue, priority, run_at, 
 
 CREATE TRIGGER jobs_truncate_sync AFTER TRUNCATE ON skiplock.jobs FOR EACH STATEMENT EXECUTE FUNCTION skiplock._jobs_truncate_sync();
 
-CREATE TRIGGER jobs_unique_key_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN (((old.unique_key IS NOT NULL) AND (old.state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state])))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
+CREATE TRIGGER jobs_unique_key_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN (((old.unique_key IS NOT NULL) AND (old.state <> ALL (ARRAY['done'::skiplock.jobs_state, 'dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state])))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
 
-CREATE TRIGGER jobs_unique_key_sync AFTER UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN (((new.unique_key IS NOT NULL) AND ((old.state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state])) <> (new.state = ANY (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state]))))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
+CREATE TRIGGER jobs_unique_key_sync AFTER UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN (((new.unique_key IS NOT NULL) AND ((old.state = ANY (ARRAY['done'::skiplock.jobs_state, 'dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state])) <> (new.state = ANY (ARRAY['done'::skiplock.jobs_state, 'dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
 
 GRANT USAGE ON SCHEMA skiplock TO jobs_producer;
 GRANT USAGE ON SCHEMA skiplock TO jobs_worker;
@@ -3864,11 +4621,23 @@ REVOKE ALL ON FUNCTION skiplock._jobs_cron_timezone(func text, timezone text) FR
 
 REVOKE ALL ON FUNCTION skiplock._jobs_dead_cancelled_sync() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION skiplock._jobs_dependencies_release() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_finished(ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_finished_cascade() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION skiplock._jobs_prunable(id bigint, workflow_id bigint, has_children boolean, cutoff timestamp with time zone) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION skiplock._jobs_queued_sync() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_revive(ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_truncate_sync() FROM PUBLIC;
 
@@ -3887,17 +4656,23 @@ GRANT ALL ON FUNCTION skiplock.jobs_cancel(id bigint, attempt integer, error tex
 REVOKE ALL ON FUNCTION skiplock.jobs_cancel_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_cancel_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_cancel_workflow(workflow_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_cancel_workflow(workflow_id bigint) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_checkpoint(id bigint, attempt integer, step text, value jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_checkpoint(id bigint, attempt integer, step text, value jsonb) TO jobs_worker;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_claim(worker text, max_jobs integer, queues text[], lease interval) TO jobs_worker;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer) TO jobs_worker;
+REVOKE ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer, result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_complete(id bigint, attempt integer, result jsonb) TO jobs_worker;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer, queues text[], lease interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer, queues text[], lease interval) TO jobs_worker;
+REVOKE ALL ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer, queues text[], lease interval, results jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], attempts integer[], max_jobs integer, queues text[], lease interval, results jsonb[]) TO jobs_worker;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[]) TO jobs_worker;
+REVOKE ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[], results jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[], results jsonb[]) TO jobs_worker;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with time zone, timezone text) TO jobs_producer;
@@ -3907,11 +4682,14 @@ GRANT ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with ti
 REVOKE ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean) TO jobs_producer;
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, depends_on bigint[], on_parent_failure text, notify_finished boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, depends_on bigint[], on_parent_failure text, notify_finished boolean) TO jobs_producer;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean) TO jobs_producer;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_workflow(steps jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue_workflow(steps jsonb) TO jobs_producer;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_fail(id bigint, attempt integer, error text, retry_at timestamp with time zone) TO jobs_worker;
@@ -3951,6 +4729,9 @@ GRANT ALL ON FUNCTION skiplock.jobs_notify(queue text) TO jobs_producer;
 REVOKE ALL ON FUNCTION skiplock.jobs_pause(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_pause(queue text) TO jobs_admin;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_progress(id bigint, attempt integer, progress jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_progress(id bigint, attempt integer, progress jsonb) TO jobs_worker;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) TO jobs_admin;
 
@@ -3961,6 +4742,11 @@ GRANT ALL ON FUNCTION skiplock.jobs_queue_limited(queue text) TO jobs_admin;
 REVOKE ALL ON FUNCTION skiplock.jobs_requeue_expired() FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_requeue_expired() TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_requeue_expired() TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_result(id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_result(id bigint) TO jobs_producer;
+GRANT ALL ON FUNCTION skiplock.jobs_result(id bigint) TO jobs_worker;
+GRANT ALL ON FUNCTION skiplock.jobs_result(id bigint) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_resume(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_resume(queue text) TO jobs_admin;

@@ -1,7 +1,8 @@
 -- _jobs_truncate_sync: empties the tables that list jobs when jobs is truncated (trigger).
 --
 -- Promises: a TRUNCATE of jobs (a test's teardown, an operator starting over) truncates
---           jobs_queued, jobs_claims, jobs_unique_keys and jobs_dead_cancelled in the same
+--           jobs_queued, jobs_claims, jobs_unique_keys, jobs_dead_cancelled and
+--           jobs_dependencies in the same
 --           transaction, so no claim finds a row of a job that is gone, or of another job that
 --           got its id after RESTART IDENTITY.
 -- Locks:    ACCESS EXCLUSIVE on those tables, as TRUNCATE takes. States: none.
@@ -12,7 +13,7 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-    TRUNCATE jobs_queued, jobs_claims, jobs_unique_keys, jobs_dead_cancelled;
+    TRUNCATE jobs_queued, jobs_claims, jobs_unique_keys, jobs_dead_cancelled, jobs_dependencies;
     RETURN NULL;
 END;
 $$;

@@ -6,16 +6,17 @@
 -- a lease its own login took.
 --
 -- jobs_cancel(id):
--- Promises: a queued or running job becomes cancelled and true is returned; a job in any
+-- Promises: a waiting, queued or running job becomes cancelled and true is returned; a job in any
 --           other state, or an unknown id, returns false and nothing changes. A worker still
 --           running a cancelled job is fenced out: its jobs_complete, jobs_snooze and fenced
 --           jobs_cancel return false, jobs_fail returns NULL and jobs_heartbeat returns false
 --           (the driver then cancels the handler's context). When the job's queue has a
 --           concurrency limit, NOTIFYs jobs_ready with the queue name at commit (a running
---           job's slot came back).
+--           job's slot came back). Its children cancel or run as for any parent that ends
+--           cancelled (_jobs_finished).
 -- Locks:    the job's row, until the caller's transaction ends; waits for a claim or
 --           completion in progress on it to commit.
--- States:   queued -> cancelled, running -> cancelled; finished_at = now(), lease cleared
+-- States:   waiting, queued or running -> cancelled; finished_at = now(), lease cleared
 --           (lease_role too).
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id is NULL.
@@ -45,7 +46,7 @@ BEGIN
     FROM jobs j
     WHERE j.id = jobs_cancel.id
     FOR NO KEY UPDATE;
-    IF v_state IS NULL OR v_state NOT IN ('queued', 'running') THEN
+    IF v_state IS NULL OR v_state NOT IN ('waiting', 'queued', 'running') THEN
         RETURN false;
     END IF;
 
@@ -70,7 +71,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobs_cancel(bigint) IS
-    'skiplock: queued or running -> cancelled; the holder''s later complete returns false and fail returns NULL.';
+    'skiplock: waiting, queued or running -> cancelled; the holder''s later complete returns false and fail returns NULL.';
 
 -- jobs_cancel(id, attempt, error):
 -- Promises: fenced like jobs_complete: acts only when the job is running at exactly this

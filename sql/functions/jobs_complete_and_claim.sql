@@ -1,6 +1,7 @@
 -- jobs_complete_and_claim: jobs_complete_many, then jobs_claim, in one call and one transaction.
 --
--- Promises: completes the (ids[i], attempts[i]) pairs by jobs_complete_many's fenced rule (a
+-- Promises: completes the (ids[i], attempts[i]) pairs (with results[i] when results is not
+--           NULL) by jobs_complete_many's fenced rule (a
 --           pair whose job is no longer held at that attempt, or is held by another login,
 --           is left alone and missing from completed), then claims up to max_jobs jobs by jobs_claim's rules (readiness, flow
 --           control, FOR NO KEY UPDATE SKIP LOCKED, (priority, run_at, id) order; the new
@@ -48,7 +49,8 @@
 -- Time:     now() (transaction start), as in both functions.
 -- Errors:   22023 (naming this function and the parameter) for the arrays as jobs_complete_many
 --           checks them, and for worker, queues and lease as jobs_claim checks them; max_jobs
---           must be in 0..10000. Every argument is checked before anything is done. 0A000 as
+--           must be in 0..10000; results as jobs_complete_many checks it. Every argument
+--           is checked before anything is done. 0A000 as
 --           jobs_claim, for a limited queue whose jobs_queues row the claim locks (one held
 --           elsewhere is skipped before the check).
 CREATE OR REPLACE FUNCTION jobs_complete_and_claim(
@@ -57,7 +59,8 @@ CREATE OR REPLACE FUNCTION jobs_complete_and_claim(
     attempts integer[],
     max_jobs integer  DEFAULT 1,
     queues   text[]   DEFAULT NULL,
-    lease    interval DEFAULT '5 minutes'
+    lease    interval DEFAULT '5 minutes',
+    results  jsonb[]  DEFAULT NULL
 )
 RETURNS TABLE (
     completed        bigint[],
@@ -71,7 +74,9 @@ RETURNS TABLE (
     run_at           timestamptz,
     lease_expires_at timestamptz,
     created_at       timestamptz,
-    meta             jsonb
+    meta             jsonb,
+    parent_results   jsonb,
+    checkpoints      jsonb
 )
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -90,6 +95,13 @@ BEGIN
     -- and nothing is completed before a bad claim argument is found; max_jobs may also be 0.
     PERFORM _jobs_check_fence_arrays('jobs_complete_and_claim', jobs_complete_and_claim.ids,
                                      jobs_complete_and_claim.attempts);
+    IF jobs_complete_and_claim.results IS NOT NULL
+       AND (array_ndims(jobs_complete_and_claim.results) > 1
+            OR coalesce(cardinality(jobs_complete_and_claim.results), 0) <> cardinality(jobs_complete_and_claim.ids)
+            OR EXISTS (SELECT FROM unnest(jobs_complete_and_claim.results) AS r WHERE octet_length(r::text) > 1048576)) THEN
+        PERFORM _jobs_invalid('jobs_complete_and_claim', 'results',
+                              'must be NULL or a one-dimensional array as long as ids of results of at most 1 MB');
+    END IF;
     IF jobs_complete_and_claim.worker IS NULL OR jobs_complete_and_claim.worker = ''
        OR octet_length(jobs_complete_and_claim.worker) > 200 THEN
         PERFORM _jobs_invalid('jobs_complete_and_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
@@ -131,7 +143,8 @@ BEGIN
     -- Completions first: slots of limited queues they free are free for the claim.
     v_completed := ARRAY(
         SELECT d.done_id
-        FROM jobs_complete_many(jobs_complete_and_claim.ids, jobs_complete_and_claim.attempts) AS d(done_id)
+        FROM jobs_complete_many(jobs_complete_and_claim.ids, jobs_complete_and_claim.attempts,
+                                jobs_complete_and_claim.results) AS d(done_id)
         ORDER BY d.done_id
     );
 
@@ -160,23 +173,27 @@ BEGIN
             RETURN QUERY
             SELECT CASE WHEN c.ord = 1 THEN v_completed END,
                    c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
-                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
+                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta, c.c_parent_results,
+                   c.c_checkpoints
             FROM _jobs_claim_limited(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
                                      jobs_complete_and_claim.queues, jobs_complete_and_claim.lease,
                                      skip_locked_queues => true, freed_queues => v_freed_queues,
                                      freed_slots => v_freed_slots)
                  WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
-                                      c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
+                                      c_run_at, c_lease_expires_at, c_created_at, c_meta,
+                                      c_parent_results, c_checkpoints, ord)
             ORDER BY c.ord;
         ELSE
             RETURN QUERY
             SELECT CASE WHEN c.ord = 1 THEN v_completed END,
                    c.c_id, c.c_queue, c.c_kind, c.c_payload, c.c_attempt, c.c_max_attempts, c.c_priority,
-                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta
+                   c.c_run_at, c.c_lease_expires_at, c.c_created_at, c.c_meta, c.c_parent_results,
+                   c.c_checkpoints
             FROM jobs_claim(jobs_complete_and_claim.worker, jobs_complete_and_claim.max_jobs,
                             jobs_complete_and_claim.queues, jobs_complete_and_claim.lease)
                  WITH ORDINALITY AS c(c_id, c_queue, c_kind, c_payload, c_attempt, c_max_attempts, c_priority,
-                                      c_run_at, c_lease_expires_at, c_created_at, c_meta, ord)
+                                      c_run_at, c_lease_expires_at, c_created_at, c_meta,
+                                      c_parent_results, c_checkpoints, ord)
             ORDER BY c.ord;
         END IF;
         IF FOUND THEN
@@ -187,9 +204,9 @@ BEGIN
     -- Nothing claimed: one row that still reports the completions.
     RETURN QUERY
     SELECT v_completed, NULL::bigint, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer,
-           NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::jsonb;
+           NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::jsonb;
 END;
 $$;
 
-COMMENT ON FUNCTION jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval) IS
-    'skiplock: jobs_complete_many(ids, attempts) then jobs_claim(worker, max_jobs, queues, lease) in one call; completed (ids) on the first row, then the claimed jobs.';
+COMMENT ON FUNCTION jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval, jsonb[]) IS
+    'skiplock: jobs_complete_many(ids, attempts, results) then jobs_claim(worker, max_jobs, queues, lease) in one call; completed (ids) on the first row, then the claimed jobs.';

@@ -19,14 +19,32 @@
 --           go one at a time). Only for a caller that makes sure a worker hears about the job
 --           another way (a jobs_notify after its commit, as the Go driver's throttle does);
 --           otherwise an idle worker finds the job only at its next poll. Default true.
--- Locks:    inserts one row; with unique_key, may briefly wait on a concurrent insert.
--- States:   new job in queued.
+--           depends_on: the ids of the job's parents. While one of them is unfinished the
+--           job is waiting, and it becomes queued (run_at still applies, workers are
+--           notified) in the transaction in which its last parent becomes done (see
+--           _jobs_finished). Parents already done count as done. A parent that ends dead or
+--           cancelled cancels the job (last_error names the parent; jobs_retry of the parent
+--           brings it back to waiting), or, with on_parent_failure 'run', counts as done; a
+--           parent already dead or cancelled at enqueue does so at once. Duplicate ids count
+--           once; an empty array is no parents. The claim hands the job its parents' results
+--           (jobs_claimed.parent_results).
+--           notify_finished: when the job becomes done, dead or cancelled, the same
+--           transaction NOTIFYs channel jobs_finished with its id, for waiters (jobs_result).
+--           Only these jobs notify, so other completions stay off the NOTIFY lock.
+-- Locks:    inserts one row; with unique_key, may briefly wait on a concurrent insert. With
+--           depends_on, the parents' rows (FOR NO KEY UPDATE, in id order, until the caller's
+--           transaction ends), so a parent cannot finish unseen between the look at its state
+--           and the commit; in REPEATABLE READ, a parent that changed since the snapshot gives
+--           40001 (retry the transaction).
+-- States:   new job in queued; with depends_on, in waiting (or cancelled, see above).
 -- Time:     now() (transaction start) is the default run_at and decides readiness.
 -- Errors:   22023 when kind or queue is NULL, empty or longer than 200 bytes, unique_key is
 --           empty or longer than 200 bytes, payload is NULL, run_at is NULL or infinite,
 --           priority is NULL, max_attempts is NULL or < 1, or concurrency_key is empty or
 --           longer than 200 bytes, or meta is not NULL and not a JSON object, or notify is
---           NULL.
+--           NULL, or depends_on is multidimensional, holds a NULL or an unknown id, or more
+--           than 10000 ids, or on_parent_failure is not 'cancel' or 'run', or
+--           notify_finished is NULL. Nothing is inserted then.
 CREATE OR REPLACE FUNCTION jobs_enqueue(
     kind         text,
     payload      jsonb       DEFAULT '{}',
@@ -37,7 +55,10 @@ CREATE OR REPLACE FUNCTION jobs_enqueue(
     unique_key      text        DEFAULT NULL,
     concurrency_key text        DEFAULT NULL,
     meta            jsonb       DEFAULT NULL,
-    notify          boolean     DEFAULT true
+    notify          boolean     DEFAULT true,
+    depends_on        bigint[]  DEFAULT NULL,
+    on_parent_failure text      DEFAULT 'cancel',
+    notify_finished   boolean   DEFAULT false
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -46,7 +67,8 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_id bigint;
+    v_id      bigint;
+    v_parents bigint[];
 BEGIN
     IF jobs_enqueue.kind IS NULL OR jobs_enqueue.kind = '' OR octet_length(jobs_enqueue.kind) > 200 THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'kind', 'must be a non-empty string of at most 200 bytes');
@@ -79,6 +101,24 @@ BEGIN
     IF jobs_enqueue.notify IS NULL THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'notify', 'must not be NULL');
     END IF;
+    IF jobs_enqueue.notify_finished IS NULL THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'notify_finished', 'must not be NULL');
+    END IF;
+    IF jobs_enqueue.on_parent_failure IS NULL OR jobs_enqueue.on_parent_failure NOT IN ('cancel', 'run') THEN
+        PERFORM _jobs_invalid('jobs_enqueue', 'on_parent_failure', 'must be ''cancel'' or ''run''');
+    END IF;
+    IF cardinality(jobs_enqueue.depends_on) > 0 THEN
+        IF array_ndims(jobs_enqueue.depends_on) > 1 THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must be a one-dimensional array');
+        END IF;
+        IF array_position(jobs_enqueue.depends_on, NULL) IS NOT NULL THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must not contain NULL');
+        END IF;
+        IF cardinality(jobs_enqueue.depends_on) > 10000 THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must hold at most 10000 ids');
+        END IF;
+        v_parents := ARRAY(SELECT DISTINCT u FROM unnest(jobs_enqueue.depends_on) AS u ORDER BY u);
+    END IF;
 
     IF jobs_enqueue.unique_key IS NOT NULL THEN
         -- The key first: its row in jobs_unique_keys is the lock that makes concurrent
@@ -104,12 +144,20 @@ BEGIN
         END LOOP;
     END IF;
 
+    IF v_parents IS NOT NULL THEN
+        RETURN _jobs_enqueue_child(jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.queue, jobs_enqueue.run_at,
+                                   jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
+                                   jobs_enqueue.concurrency_key, jobs_enqueue.meta, jobs_enqueue.notify, v_parents,
+                                   jobs_enqueue.on_parent_failure, jobs_enqueue.notify_finished, v_id, NULL, NULL);
+    END IF;
+
     -- The job, and its row in jobs_queued (what claims find it by).
     WITH inserted AS (
-        INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta)
+        INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta,
+                          notify_finished)
         VALUES (coalesce(v_id, nextval('jobs_id_seq')), jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload,
                 jobs_enqueue.run_at, jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
-                jobs_enqueue.concurrency_key, jobs_enqueue.meta)
+                jobs_enqueue.concurrency_key, jobs_enqueue.meta, nullif(jobs_enqueue.notify_finished, false))
         RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
     )
     INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
@@ -123,5 +171,5 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean) IS
+COMMENT ON FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean, bigint[], text, boolean) IS
     'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';

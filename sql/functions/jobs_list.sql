@@ -10,7 +10,8 @@
 -- Cost:     planned for each call's arguments (plan_cache_mode = force_custom_plan).
 --           Queued jobs are read from jobs_queued (jobs_ready_idx), running ones from the
 --           jobs listed by jobs_claims, dead and cancelled ones from jobs_dead_cancelled
---           (its primary key backwards, or jobs_dead_cancelled_idx), sorting the few found;
+--           (its primary key backwards, or jobs_dead_cancelled_idx), waiting ones through
+--           their unresolved jobs_dependencies rows, sorting the few found;
 --           done jobs and no state filter walk jobs_pkey backwards. Under 200 ms for every state filter with 1,000,000 done jobs
 --           (tests/sqltest/list_test.go). A rare queue or kind without a state filter may
 --           walk many done rows: filter by state too.
@@ -47,7 +48,7 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
                j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
-               j.unique_key, j.concurrency_key, j.last_error
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
         FROM jobs_queued q
         -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
         -- the planner from joining the tables another way).
@@ -64,7 +65,7 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
                j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
-               j.unique_key, j.concurrency_key, j.last_error
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
         FROM jobs_claims c
         CROSS JOIN LATERAL unnest(c.ids) AS u(id)
         -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
@@ -82,7 +83,7 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
                j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
-               j.unique_key, j.concurrency_key, j.last_error
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
         FROM jobs_dead_cancelled d
         -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
         -- the planner from joining the tables another way).
@@ -96,11 +97,26 @@ BEGIN
           AND (jobs_list.before_id IS NULL OR j.id < jobs_list.before_id)
         ORDER BY d.id DESC
         LIMIT jobs_list.max_jobs;
+    ELSIF jobs_list.state = 'waiting' THEN
+        -- Each waiting job has an unresolved jobs_dependencies row.
+        RETURN QUERY
+        SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
+               j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
+        FROM (SELECT DISTINCT d.child_id AS id FROM jobs_dependencies d
+              WHERE NOT d.resolved
+                AND (jobs_list.before_id IS NULL OR d.child_id < jobs_list.before_id)) AS w
+        CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = w.id OFFSET 0) j
+        WHERE j.state = 'waiting'
+          AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)
+          AND (jobs_list.kind IS NULL OR j.kind = jobs_list.kind)
+        ORDER BY j.id DESC
+        LIMIT jobs_list.max_jobs;
     ELSE
         RETURN QUERY
         SELECT j.id, j.queue, j.kind, j.state, j.priority, j.attempts, j.max_attempts, j.run_at,
                j.created_at, j.started_at, j.finished_at, j.lease_holder, j.lease_expires_at,
-               j.unique_key, j.concurrency_key, j.last_error
+               j.unique_key, j.concurrency_key, j.last_error, j.progress, j.workflow_id
         FROM jobs j
         WHERE (jobs_list.state IS NULL OR j.state = jobs_list.state)
           AND (jobs_list.queue IS NULL OR j.queue = jobs_list.queue)

@@ -153,6 +153,8 @@ BEGIN
                                       AND w.finished_at < v_cutoff))
                               AND j.state = 'done'
                               AND j.finished_at < v_cutoff
+                              AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                                   OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                             ORDER BY j.id
                             FOR UPDATE SKIP LOCKED);
                         EXIT WHEN cardinality(v_doomed) > 0 OR v_from IS NOT NULL;
@@ -167,6 +169,8 @@ BEGIN
                         WHERE j.id < v_lo
                           AND j.state = 'done'
                           AND j.finished_at < v_cutoff
+                          AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                               OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                         ORDER BY j.id
                         LIMIT jobs_maintain.max_jobs
                         FOR UPDATE SKIP LOCKED);
@@ -180,6 +184,8 @@ BEGIN
                             WHERE j.id = d.id
                               AND j.state = 'cancelled'
                               AND j.finished_at < v_cutoff
+                              AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                                   OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                             FOR UPDATE SKIP LOCKED
                         ) AS l
                         WHERE d.state = 'cancelled'
@@ -196,6 +202,8 @@ BEGIN
                             WHERE j.id = d.id
                               AND j.state = 'dead'
                               AND j.finished_at < v_cutoff
+                              AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                                   OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                             FOR UPDATE SKIP LOCKED
                         ) AS l
                         WHERE d.state = 'dead'
@@ -234,6 +242,8 @@ BEGIN
                             WHERE j.id = ANY (v_doomed[v_first:v_last])
                               AND j.state = v_state
                               AND j.finished_at < v_cutoff
+                              AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+                                   OR _jobs_prunable(j.id, j.workflow_id, j.has_children, v_cutoff))
                             FOR UPDATE SKIP LOCKED
                         )
                         DELETE FROM jobs j

@@ -46,6 +46,9 @@ BEGIN
           -- finished 1000 years ago, so the cap changes no result.
           AND j.finished_at < now() - least(jobs_prune.older_than, interval '1000 years')
           AND (j.state IN ('done', 'cancelled') OR (jobs_prune.include_dead AND j.state = 'dead'))
+          AND ((j.workflow_id IS NULL AND j.has_children IS NULL)
+               OR _jobs_prunable(j.id, j.workflow_id, j.has_children,
+                                 now() - least(jobs_prune.older_than, interval '1000 years')))
         ORDER BY j.id
         LIMIT jobs_prune.max_jobs
         FOR UPDATE SKIP LOCKED

@@ -5,14 +5,17 @@
 --           counting (the next claim gets a fencing token never used before), and
 --           max_attempts is raised to attempts + 1 when needed so the job gets at least one
 --           more attempt. last_error and the errors history are kept. NOTIFYs jobs_ready at
---           commit.
+--           commit. A job still waiting for a parent (pending_parents > 0: it was cancelled
+--           while waiting) goes back to waiting instead. The children its end had cancelled
+--           (cancelled_by) come back to waiting, and theirs, down the graph (_jobs_revive).
 --           Keeps jobs_set_shard's promise: on a shard (jobs_shard() not NULL) a job is
 --           queued again only if its id carries the shard number (id % 1024 = shard), so a
 --           router sends its completion here. A job created before jobs_set_shard (or before
 --           the shard number changed), whose id names another shard, is refused (55000) and
 --           stays as it is: enqueue its payload again to run it.
 -- Locks:    the job's row, until the caller's transaction ends.
--- States:   dead -> queued, cancelled -> queued; finished_at cleared.
+-- States:   dead or cancelled -> queued (or waiting); finished_at cleared; descendants
+--           cancelled by its end: cancelled -> waiting.
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id is NULL; 23505 (unique_violation) when the job has a unique_key
 --           that another live (queued or running) job of its queue holds now; 55000
@@ -30,16 +33,20 @@ DECLARE
     v_queue    text;
     v_shard    integer;
     v_attempts integer;
+    v_state    jobs_state;
+    v_children boolean;
 BEGIN
     IF jobs_retry.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_retry', 'id', 'must not be NULL');
     END IF;
 
     UPDATE jobs j
-    SET state = 'queued',
+    -- A job still waiting for a parent goes back to waiting.
+    SET state = CASE WHEN j.pending_parents > 0 THEN 'waiting' ELSE 'queued' END::jobs_state,
         run_at = now(),
         max_attempts = greatest(j.max_attempts, j.attempts + 1),
-        finished_at = NULL
+        finished_at = NULL,
+        cancelled_by = NULL
     WHERE j.id = jobs_retry.id
       AND j.state IN ('dead', 'cancelled')
       -- Read in this statement, whose snapshot is taken once it holds its lock on jobs: a
@@ -47,7 +54,7 @@ BEGIN
       AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
       -- attempts + 1 must fit in an integer (and be a fencing token never handed out).
       AND j.attempts < 2147483647
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.state, j.has_children INTO v_queue, v_state, v_children;
     IF NOT FOUND THEN
         -- Why not: only these two refusals raise; any other state or an unknown id is false.
         SELECT j.attempts INTO v_attempts
@@ -71,7 +78,12 @@ BEGIN
         RETURN false;
     END IF;
 
-    PERFORM pg_notify('jobs_ready', v_queue);
+    IF v_children THEN
+        PERFORM _jobs_revive(ARRAY[jobs_retry.id]);
+    END IF;
+    IF v_state = 'queued' THEN
+        PERFORM pg_notify('jobs_ready', v_queue);
+    END IF;
     RETURN true;
 END;
 $$;

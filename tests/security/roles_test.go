@@ -50,7 +50,8 @@ func TestProducer(t *testing.T) {
 			cols = append(cols, f.Name)
 		}
 		rows.Close()
-		want := []string{"state", "attempts", "max_attempts", "run_at", "last_error", "created_at", "finished_at", "meta"}
+		want := []string{"state", "attempts", "max_attempts", "run_at", "last_error", "created_at", "finished_at", "meta",
+			"result", "progress", "workflow_id", "depends_on"}
 		if !slices.Equal(cols, want) {
 			t.Errorf("jobs_get columns = %v, want %v", cols, want)
 		}

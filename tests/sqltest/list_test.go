@@ -132,7 +132,7 @@ func TestList(t *testing.T) {
 			WHERE a.attrelid = 'jobs_listed'::regclass AND a.attnum > 0 ORDER BY a.attnum`)
 		want := []string{"id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "run_at",
 			"created_at", "started_at", "finished_at", "lease_holder", "lease_expires_at", "unique_key",
-			"concurrency_key", "last_error"}
+			"concurrency_key", "last_error", "progress", "workflow_id"}
 		if !slices.Equal(cols, want) {
 			t.Fatalf("jobs_listed columns %v, want %v", cols, want)
 		}

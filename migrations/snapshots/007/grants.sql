@@ -1,6 +1,6 @@
 -- skiplock grants: the three roles, and the one list of which role may call which function.
 --
---   jobs_producer  adds jobs and follows their progress
+--   jobs_producer  adds jobs and workflows and follows their progress and results
 --   jobs_worker    claims and runs jobs; runs jobs_maintain and jobs_schedule_tick (the
 --                  driver calls them)
 --   jobs_admin     cancels, retries, deletes and prunes jobs, in bulk too; reads and tunes
@@ -65,7 +65,9 @@ BEGIN
             ('_jobs_errors_append(jsonb, jsonb)',                                                       '{}'),
             ('_jobs_completion_deletes()',                                                              '{}'),
             ('jobs_backoff(integer)',                                                                   '{jobs_worker, jobs_admin}'),
-            ('jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean)', '{jobs_producer}'),
+            ('jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean, bigint[], text, boolean)', '{jobs_producer}'),
+            ('_jobs_enqueue_child(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean, bigint[], text, boolean, bigint, bigint, text)', '{}'),
+            ('jobs_enqueue_workflow(jsonb)',                                                            '{jobs_producer}'),
             ('jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean)', '{jobs_producer}'),
             ('jobs_notify(text)',                                                                       '{jobs_producer}'),
             ('_jobs_claim_limited(text, integer, text[], interval, boolean, text[], integer[])',         '{}'),
@@ -75,10 +77,17 @@ BEGIN
             ('_jobs_unique_key_sync()',                                                                 '{}'),
             ('_jobs_truncate_sync()',                                                                   '{}'),
             ('_jobs_dead_cancelled_sync()',                                                             '{}'),
+            ('_jobs_finished(bigint[])',                                                                '{}'),
+            ('_jobs_finished_cascade()',                                                                '{}'),
+            ('_jobs_dependencies_release()',                                                            '{}'),
+            ('_jobs_revive(bigint[])',                                                                  '{}'),
+            ('_jobs_prunable(bigint, bigint, boolean, timestamptz)',                                    '{}'),
             ('jobs_claim(text, integer, text[], interval)',                                             '{jobs_worker}'),
-            ('jobs_complete(bigint, integer)',                                                          '{jobs_worker}'),
-            ('jobs_complete_many(bigint[], integer[])',                                                 '{jobs_worker}'),
-            ('jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval)',            '{jobs_worker}'),
+            ('jobs_complete(bigint, integer, jsonb)',                                                   '{jobs_worker}'),
+            ('jobs_complete_many(bigint[], integer[], jsonb[])',                                        '{jobs_worker}'),
+            ('jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval, jsonb[])',   '{jobs_worker}'),
+            ('jobs_checkpoint(bigint, integer, text, jsonb)',                                          '{jobs_worker}'),
+            ('jobs_progress(bigint, integer, jsonb)',                                                  '{jobs_worker}'),
             ('jobs_fail(bigint, integer, text, timestamptz)',                                           '{jobs_worker}'),
             ('jobs_heartbeat(bigint, integer, interval)',                                               '{jobs_worker}'),
             ('jobs_heartbeat_many(bigint[], integer[], interval)',                                      '{jobs_worker}'),
@@ -87,8 +96,10 @@ BEGIN
             ('jobs_cancel(bigint)',                                                                     '{jobs_admin}'),
             ('jobs_cancel(bigint, integer, text)',                                                      '{jobs_worker}'),
             ('jobs_retry(bigint)',                                                                      '{jobs_admin}'),
+            ('jobs_cancel_workflow(bigint)',                                                            '{jobs_admin}'),
             ('jobs_stats()',                                                                            '{jobs_worker, jobs_admin}'),
             ('jobs_get(bigint)',                                                                        '{jobs_producer, jobs_worker, jobs_admin}'),
+            ('jobs_result(bigint)',                                                                     '{jobs_producer, jobs_worker, jobs_admin}'),
             ('jobs_prune(interval, boolean, integer)',                                                  '{jobs_admin}'),
             ('jobs_pause(text)',                                                                        '{jobs_admin}'),
             ('jobs_resume(text)',                                                                       '{jobs_admin}'),

@@ -1,11 +1,11 @@
 -- jobs_cancel_many: jobs_cancel(id) for every job matching the filters, at most max_jobs per call.
 --
 -- Promises: the jobs that match every non-NULL filter (ids: any of these ids; queue; kind;
---           states, a subset of queued and running) become cancelled as jobs_cancel(id)
+--           states, a subset of waiting, queued and running) become cancelled as jobs_cancel(id)
 --           cancels one; returns how many. A running job's holder is fenced out exactly as
 --           by jobs_cancel: its jobs_complete, jobs_snooze and fenced jobs_cancel return
 --           false, jobs_fail returns NULL and jobs_heartbeat returns false. Queued jobs are
---           taken before running ones. To cancel everything that matches, call it until it
+--           taken before running ones, and those before waiting ones. To cancel everything that matches, call it until it
 --           returns 0 (docs/sql-api.md).
 -- Safe while workers run: rows are taken SKIP LOCKED (queued jobs' jobs_queued rows FOR
 --           UPDATE, running jobs FOR NO KEY UPDATE), so the call never waits for a job's row
@@ -15,12 +15,13 @@
 --           claim, completion or heartbeat in progress, or a handler's open CompleteTx) is
 --           left for the next call; by then it may have finished, and is left alone.
 -- Cost:     queued jobs are read through jobs_queued (jobs_ready_idx), running ones
---           through the jobs listed by jobs_claims; ids through jobs_pkey. Planned for each
+--           through the jobs listed by jobs_claims, waiting ones through their unresolved
+--           jobs_dependencies rows; ids through jobs_pkey. Planned for each
 --           call's arguments.
 --           When a cancelled job's queue has a concurrency limit, NOTIFYs jobs_ready with the
 --           queue name at commit, once per queue, as jobs_cancel does.
 -- Locks:    the cancelled rows, until the caller's transaction ends.
--- States:   queued -> cancelled, running -> cancelled; finished_at = now(), lease cleared
+-- States:   waiting, queued or running -> cancelled; finished_at = now(), lease cleared
 --           (lease_role too).
 -- Time:     now() (transaction start).
 -- Errors:   22023 when states is NULL, empty, holds NULL or a state other than queued and
@@ -42,11 +43,12 @@ AS $$
 DECLARE
     v_queued  bigint[] := '{}';
     v_running bigint[] := '{}';
+    v_waiting bigint[] := '{}';
     v_count   integer;
     v_claims  bigint[];
     v_queues  text[];
 BEGIN
-    PERFORM _jobs_check_bulk_args('jobs_cancel_many', jobs_cancel_many.states, '{queued, running}',
+    PERFORM _jobs_check_bulk_args('jobs_cancel_many', jobs_cancel_many.states, '{waiting, queued, running}',
                                   jobs_cancel_many.max_jobs);
 
     -- Queued jobs leave jobs_queued first (the order claims lock in): their rows there are
@@ -86,6 +88,22 @@ BEGIN
             FOR NO KEY UPDATE SKIP LOCKED);
     END IF;
 
+    -- Waiting jobs: each has an unresolved jobs_dependencies row (or the ids).
+    IF 'waiting' = ANY (jobs_cancel_many.states)
+       AND cardinality(v_queued) + cardinality(v_running) < jobs_cancel_many.max_jobs THEN
+        v_waiting := ARRAY(
+            SELECT j.id
+            FROM jobs j
+            WHERE j.id = ANY (coalesce(jobs_cancel_many.ids,
+                                       ARRAY(SELECT DISTINCT d.child_id FROM jobs_dependencies d WHERE NOT d.resolved)))
+              AND j.state = 'waiting'
+              AND (jobs_cancel_many.queue IS NULL OR j.queue = jobs_cancel_many.queue)
+              AND (jobs_cancel_many.kind IS NULL OR j.kind = jobs_cancel_many.kind)
+            ORDER BY j.id
+            LIMIT jobs_cancel_many.max_jobs - cardinality(v_queued) - cardinality(v_running)
+            FOR NO KEY UPDATE SKIP LOCKED);
+    END IF;
+
     -- The same change as jobs_cancel(id), which is what fences the holder: its calls quote
     -- (id, attempt) and require state = 'running'.
     WITH cancelled AS (
@@ -94,8 +112,8 @@ BEGIN
             finished_at = now(),
             lease_expires_at = NULL,
             lease_role = NULL
-        WHERE j.id = ANY (v_queued || v_running)
-          AND j.state IN ('queued', 'running')
+        WHERE j.id = ANY (v_queued || v_running || v_waiting)
+          AND j.state IN ('waiting', 'queued', 'running')
         RETURNING j.id, j.queue, j.claim_id
     )
     SELECT count(*)::integer,

@@ -15,14 +15,20 @@
 --           With jobs_settings.done_retention 0 (and no foreign key to jobs that would
 --           refuse it, see _jobs_completion_deletes) the job is deleted instead of kept as
 --           done: it is then unknown, so a second completion, a stale caller's, jobs_get
---           and jobs_list find nothing, as after jobs_maintain pruned it.
--- Locks:    the job's row, until the caller's transaction ends.
+--           and jobs_list find nothing, as after jobs_maintain pruned it (a job others wait
+--           for, with children or notify_finished, is kept as done).
+--           result: stored in jobs.result (jobs_get, jobs_result, and the children's
+--           jobs_claimed.parent_results); NULL for none. When the job has children, they
+--           are released (or their count lowered) in the same transaction, and with
+--           notify_finished it NOTIFYs jobs_finished (see _jobs_finished).
+-- Locks:    the job's row, until the caller's transaction ends; its children's rows
+--           (_jobs_finished).
 -- States:   running -> done; sets finished_at = now(), clears lease_expires_at and
 --           lease_role. With
 --           done_retention 0: running -> deleted.
 -- Time:     now() (transaction start).
--- Errors:   22023 when id or attempt is NULL.
-CREATE OR REPLACE FUNCTION jobs_complete(id bigint, attempt integer)
+-- Errors:   22023 when id or attempt is NULL, or result is larger than 1 MB (as text).
+CREATE OR REPLACE FUNCTION jobs_complete(id bigint, attempt integer, result jsonb DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -32,6 +38,7 @@ AS $$
 DECLARE
     v_queue text;
     v_claim bigint;
+    v_waited boolean;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -42,6 +49,9 @@ BEGIN
     IF jobs_complete.attempt IS NULL THEN
         PERFORM _jobs_invalid('jobs_complete', 'attempt', 'must not be NULL');
     END IF;
+    IF octet_length(jobs_complete.result::text) > 1048576 THEN
+        PERFORM _jobs_invalid('jobs_complete', 'result', 'must be at most 1 MB (as JSON text)');
+    END IF;
 
     IF _jobs_completion_deletes() THEN
         -- A done row nobody keeps: a delete inserts no index entry (an update to done
@@ -51,21 +61,28 @@ BEGIN
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
+          -- A job others wait for is kept (below).
+          AND j.has_children IS NULL AND j.notify_finished IS NULL
         RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
-    ELSE
+    END IF;
+    IF v_queue IS NULL THEN
         UPDATE jobs j
         SET state = 'done',
             finished_at = now(),
             lease_expires_at = NULL,
-            lease_role = NULL
+            lease_role = NULL,
+            result = jobs_complete.result
         WHERE j.id = jobs_complete.id
           AND j.state = 'running'
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
-        RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
-    END IF;
-    IF NOT FOUND THEN
-        RETURN false;
+        RETURNING j.queue, j.claim_id, j.has_children OR j.notify_finished INTO v_queue, v_claim, v_waited;
+        IF NOT FOUND THEN
+            RETURN false;
+        END IF;
+        IF v_waited THEN
+            PERFORM _jobs_finished(ARRAY[jobs_complete.id]);
+        END IF;
     END IF;
     PERFORM _jobs_claims_release(ARRAY[v_claim]);
 
@@ -77,5 +94,5 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobs_complete(bigint, integer) IS
-    'skiplock: running -> done (deleted with done_retention 0) when the job is still running at this attempt (fenced); returns whether it did.';
+COMMENT ON FUNCTION jobs_complete(bigint, integer, jsonb) IS
+    'skiplock: running -> done, keeping result (deleted with done_retention 0) when the job is still running at this attempt (fenced); returns whether it did.';

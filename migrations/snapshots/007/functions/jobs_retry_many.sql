@@ -2,7 +2,8 @@
 --
 -- Promises: the jobs that match every non-NULL filter (ids: any of these ids; queue; kind;
 --           states, a subset of dead and cancelled) are retried as jobs_retry retries one:
---           back to queued with run_at = now(), max_attempts raised to attempts + 1 when
+--           back to queued (waiting while a parent is unfinished; descendants their end
+--           cancelled come back to waiting) with run_at = now(), max_attempts raised to attempts + 1 when
 --           needed, attempts, last_error and errors kept. At most max_jobs jobs per call;
 --           returns how many. A job with a unique_key that a live (queued or running) job of
 --           its queue holds is left alone and not counted (jobs_retry would raise 23505), as
@@ -150,10 +151,11 @@ BEGIN
     -- Jobs without a key: one update (through jobs_pkey).
     WITH retried AS (
         UPDATE jobs j
-        SET state = 'queued',
+        SET state = CASE WHEN j.pending_parents > 0 THEN 'waiting' ELSE 'queued' END::jobs_state,
             run_at = now(),
             max_attempts = greatest(j.max_attempts, j.attempts + 1),
-            finished_at = NULL
+            finished_at = NULL,
+            cancelled_by = NULL
         WHERE j.id = ANY (v_picked)
           AND j.unique_key IS NULL
           AND j.state IN ('dead', 'cancelled')
@@ -191,10 +193,11 @@ BEGIN
             PERFORM set_config('lock_timeout', '1ms', true);
             WITH retried AS (
                 UPDATE jobs j
-                SET state = 'queued',
+                SET state = CASE WHEN j.pending_parents > 0 THEN 'waiting' ELSE 'queued' END::jobs_state,
                     run_at = now(),
                     max_attempts = greatest(j.max_attempts, j.attempts + 1),
-                    finished_at = NULL
+                    finished_at = NULL,
+                    cancelled_by = NULL
                 WHERE j.id = ANY (v_keyed)
                   AND j.state IN ('dead', 'cancelled')
                 RETURNING j.queue
@@ -239,10 +242,11 @@ BEGIN
                     v_key := v_keys[v_i];
                     IF NOT v_id = ANY (v_skipped) THEN
                         UPDATE jobs j
-                        SET state = 'queued',
+                        SET state = CASE WHEN j.pending_parents > 0 THEN 'waiting' ELSE 'queued' END::jobs_state,
                             run_at = now(),
                             max_attempts = greatest(j.max_attempts, j.attempts + 1),
-                            finished_at = NULL
+                            finished_at = NULL,
+                            cancelled_by = NULL
                         WHERE j.id = v_id
                           AND j.state IN ('dead', 'cancelled')
                           AND NOT EXISTS (
@@ -271,6 +275,10 @@ BEGIN
             END IF;
         END LOOP;
     END IF;
+
+    -- Descendants their end had cancelled come back to waiting.
+    PERFORM _jobs_revive(ARRAY(SELECT j.id FROM jobs j WHERE j.id = ANY (v_picked) AND j.has_children
+                                 AND j.state NOT IN ('done', 'dead', 'cancelled') ORDER BY j.id));
 
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM (SELECT DISTINCT u.queue FROM unnest(v_queues) AS u(queue)) AS q;

@@ -1,0 +1,40 @@
+-- _jobs_revive: brings back the descendants that the end of jobs just retried had cancelled.
+--
+-- Promises: ids are jobs that jobs_retry or jobs_retry_many just moved from dead or
+--           cancelled back to queued or waiting. Each of their children that is cancelled
+--           with cancelled_by naming them (the cascade of _jobs_finished did it, not an
+--           operator) goes back to waiting (it still waits for that parent: its dependency was
+--           never resolved), and so on down the graph: the children those had cancelled come
+--           back too. A revived job with a unique_key takes its key again (23505 when a live
+--           job holds it, as for jobs_retry).
+-- Locks:    the revived rows. States: cancelled -> waiting.
+CREATE OR REPLACE FUNCTION _jobs_revive(ids bigint[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids bigint[] := _jobs_revive.ids;
+BEGIN
+    WHILE cardinality(v_ids) > 0 LOOP
+        WITH revived AS (
+            UPDATE jobs c
+            SET state = 'waiting',
+                finished_at = NULL,
+                cancelled_by = NULL
+            FROM jobs_dependencies d
+            WHERE d.parent_id = ANY (v_ids)
+              AND NOT d.resolved
+              AND c.id = d.child_id
+              AND c.cancelled_by = d.parent_id
+              AND c.state = 'cancelled'
+            RETURNING c.id, c.has_children
+        )
+        SELECT ARRAY(SELECT r.id FROM revived r WHERE r.has_children ORDER BY r.id) INTO v_ids;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION _jobs_revive(bigint[]) IS
+    'skiplock (private): brings the descendants cancelled by the end of retried jobs back to waiting.';

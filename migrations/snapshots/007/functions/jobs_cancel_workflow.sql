@@ -1,0 +1,44 @@
+-- jobs_cancel_workflow: cancels every unfinished step of a workflow; returns how many.
+--
+-- Promises: each waiting, queued or running job with this workflow_id becomes cancelled, as
+--           jobs_cancel(id) does it: a running step's holder is fenced out (its later
+--           jobs_complete returns false, jobs_fail NULL), and a limited queue gets its slot
+--           back. Steps are cancelled in id order (parents first), so no step is released by
+--           the cancellation of its parent (on_parent_failure 'run') and then left running.
+--           Finished steps keep their state; an unknown workflow_id returns 0.
+-- Locks:    each step's row (and a queued step's jobs_queued row first), until the caller's
+--           transaction ends.
+-- States:   waiting, queued or running -> cancelled.
+-- Time:     now() (transaction start).
+-- Errors:   22023 when workflow_id is NULL.
+CREATE OR REPLACE FUNCTION jobs_cancel_workflow(workflow_id bigint)
+RETURNS integer
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_id        bigint;
+    v_open      bigint[];
+    v_cancelled integer;
+BEGIN
+    IF jobs_cancel_workflow.workflow_id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_cancel_workflow', 'workflow_id', 'must not be NULL');
+    END IF;
+    v_open := ARRAY(SELECT j.id FROM jobs j
+                    WHERE j.workflow_id = jobs_cancel_workflow.workflow_id
+                      AND j.state NOT IN ('done', 'dead', 'cancelled'));
+    -- Every unfinished step in id order (parents first). A step's cancellation also cancels
+    -- its waiting children (the cascade), whose own jobs_cancel then returns false; a step a
+    -- cancelled parent released (on_parent_failure 'run') is queued when the loop reaches it.
+    FOR v_id IN SELECT u FROM unnest(v_open) AS u ORDER BY u LOOP
+        PERFORM jobs_cancel(v_id);
+    END LOOP;
+    SELECT count(*) INTO v_cancelled FROM jobs j WHERE j.id = ANY (v_open) AND j.state = 'cancelled';
+    RETURN v_cancelled;
+END;
+$$;
+
+COMMENT ON FUNCTION jobs_cancel_workflow(bigint) IS
+    'skiplock: cancels every unfinished step of a workflow (fencing running ones); returns how many.';
