@@ -8,7 +8,8 @@ import (
 )
 
 // CompleteTx marks the job done inside tx, the handler's own transaction, so that the
-// job's effects and its completion commit together, or neither does. It calls jobs_complete,
+// job's effects and its completion commit together, or neither does. The result recorded
+// with [Job.SetResult] before the call is stored with the completion. It calls jobs_complete,
 // which locks the job's row until tx ends. It returns ErrNotHeld when the job is no longer
 // held at its attempt (another attempt may have run or be running): roll tx back then.
 //
@@ -17,7 +18,7 @@ import (
 // job stays running until its lease expires and runs again.
 func CompleteTx[T any](ctx context.Context, tx pgx.Tx, job *Job[T]) error {
 	var ok bool
-	if err := tx.QueryRow(ctx, completeSQL, job.ID, int32(job.Attempt)).Scan(&ok); err != nil {
+	if err := tx.QueryRow(ctx, completeSQL, job.ID, int32(job.Attempt), []byte(job.result)).Scan(&ok); err != nil {
 		return fmt.Errorf("failed to complete job %d in transaction: %w", job.ID, err)
 	}
 	if !ok {

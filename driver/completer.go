@@ -51,6 +51,7 @@ type completer struct {
 
 	ids      []int64
 	attempts []int32
+	results  [][]byte // one per pair, or empty when no job of the batch has a result
 	done     map[int64]struct{}
 	scratch  []JobRow // jobs claimed with a batch, reused from call to call
 	next     int      // the fetch loop (in queueOrder) the next claim looks at first
@@ -215,10 +216,18 @@ func (cp *completer) flush(ctx context.Context) {
 func (cp *completer) send(ctx context.Context, batch []completion) {
 	c := cp.c
 	defer paid(batch)
-	cp.ids, cp.attempts = cp.ids[:0], cp.attempts[:0]
+	cp.ids, cp.attempts, cp.results = cp.ids[:0], cp.attempts[:0], cp.results[:0]
+	withResults := false
 	for _, cm := range batch {
 		cp.ids = append(cp.ids, cm.ex.row.ID)
 		cp.attempts = append(cp.attempts, int32(cm.ex.row.Attempt))
+		cp.results = append(cp.results, cm.ex.row.result)
+		withResults = withResults || cm.ex.row.result != nil
+	}
+	if !withResults {
+		// NULL: a batch without results sends no array.
+		clear(cp.results)
+		cp.results = cp.results[:0]
 	}
 	var b backoff
 	mayHaveCommitted := false // a failed attempt may have committed before its reply was lost
@@ -318,7 +327,7 @@ func (cp *completer) call(ctx context.Context, batch []completion) error {
 	defer cancel()
 	fl, want, source := cp.claimFor(batch)
 	if fl == nil {
-		rows, err := cp.c.pool.Query(qctx, completeManySQL, cp.ids, cp.attempts)
+		rows, err := cp.c.pool.Query(qctx, completeManySQL, cp.ids, cp.attempts, cp.resultsArg())
 		if err != nil {
 			return err
 		}
@@ -335,7 +344,8 @@ func (cp *completer) call(ctx context.Context, batch []completion) error {
 
 	c := cp.c
 	claimedAt := time.Now()
-	rows, err := c.pool.Query(qctx, completeAndClaimSQL, c.cfg.ID, cp.ids, cp.attempts, int32(want), fl.queues, c.cfg.Lease)
+	rows, err := c.pool.Query(qctx, completeAndClaimSQL, c.cfg.ID, cp.ids, cp.attempts, int32(want), fl.queues, c.cfg.Lease,
+		cp.resultsArg())
 	var buf []JobRow
 	var completed []int64
 	if err == nil {
@@ -417,4 +427,12 @@ func signal(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// resultsArg is the results argument of the batch's call: NULL when no job has a result.
+func (cp *completer) resultsArg() [][]byte {
+	if len(cp.results) == 0 {
+		return nil
+	}
+	return cp.results
 }

@@ -82,7 +82,34 @@ type EnqueueOpts struct {
 	// for jobs not ready now. -1 means this enqueue notifies inline and opens no window.
 	// Defaults to NotifyCooldownDefault.
 	NotifyCooldown time.Duration
+
+	// DependsOn lists the job's parents: the job is waiting until every one of them is done,
+	// then queued (RunAt still applies) in the transaction of the last completion, and its
+	// handler finds their results in JobRow.ParentResults. A parent that ends dead or
+	// cancelled cancels the job, unless OnParentFailure is ParentFailureRun. The parents must
+	// exist (on the same shard). Not supported by [EnqueueMany]; see also [EnqueueWorkflow].
+	// Defaults to nil: no parents.
+	DependsOn []int64
+
+	// OnParentFailure is what a parent ending dead or cancelled does to the job:
+	// ParentFailureCancel or ParentFailureRun. Defaults to "" (ParentFailureCancel).
+	OnParentFailure string
+
+	// NotifyFinished makes the job NOTIFY jobs_finished with its id when it becomes done,
+	// dead or cancelled, so that [WaitResult] (and any LISTENer) hears of it at once rather
+	// than at its next poll. Defaults to false: other completions stay off PostgreSQL's
+	// NOTIFY lock.
+	NotifyFinished bool
 }
+
+// The values of EnqueueOpts.OnParentFailure and WorkflowStep.OnParentFailure.
+const (
+	// ParentFailureCancel cancels the job when a parent ends dead or cancelled (and its own
+	// children, down the graph); jobs_retry of the parent brings them back to waiting.
+	ParentFailureCancel = "cancel"
+	// ParentFailureRun treats a parent that ended dead or cancelled as done.
+	ParentFailureRun = "run"
+)
 
 // EnqueueParams is one job of [EnqueueMany].
 type EnqueueParams struct {
@@ -117,7 +144,8 @@ func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *E
 	}
 	var id int64
 	if err := db.QueryRow(ctx, enqueueSQL, a.kind, a.payload, a.queue, a.runAt, a.delay, a.priority,
-		a.maxAttempts, a.uniqueKey, a.concurrencyKey, []byte(a.meta), notify).Scan(&id); err != nil {
+		a.maxAttempts, a.uniqueKey, a.concurrencyKey, []byte(a.meta), notify, a.dependsOn, a.onParentFailure,
+		a.notifyFinished).Scan(&id); err != nil {
 		return 0, fmt.Errorf("failed to enqueue job: %w", sqlInvalid(err))
 	}
 	return id, nil
@@ -238,6 +266,10 @@ type enqueueArgValues struct {
 	meta json.RawMessage
 	// notifyCooldown is NotifyCooldown with its default applied (-1: no throttle).
 	notifyCooldown time.Duration
+	// dependsOn is nil for no parents.
+	dependsOn       []int64
+	onParentFailure string
+	notifyFinished  bool
 }
 
 // readyNow reports whether the job is due at once by this process's clock, so that its
@@ -329,6 +361,15 @@ func enqueueArgs(kind string, payload any, opts *EnqueueOpts, prefix string) (en
 			return a, invalid("EnqueueOpts.Meta", "cannot be encoded as JSON: %v", err)
 		}
 		a.meta = b
+	}
+	a.dependsOn = opts.DependsOn
+	a.onParentFailure = opts.OnParentFailure
+	if a.onParentFailure == "" {
+		a.onParentFailure = ParentFailureCancel
+	}
+	a.notifyFinished = opts.NotifyFinished
+	if prefix != "" && (opts.DependsOn != nil || opts.OnParentFailure != "" || opts.NotifyFinished) {
+		return a, invalid("EnqueueOpts.DependsOn", "is not supported by EnqueueMany (nor OnParentFailure, NotifyFinished): use Enqueue or EnqueueWorkflow")
 	}
 	return a, nil
 }

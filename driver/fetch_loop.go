@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -504,11 +505,11 @@ const claimAheadSample = 50 * time.Millisecond
 // are returned only to be cleared.
 func scanClaimed(rows pgx.Rows, buf []JobRow, withCompleted bool) (_ []JobRow, completed []int64, err error) {
 	defer rows.Close()
-	var meta []byte
+	var meta, parentResults, checkpoints []byte
 	for first := true; rows.Next(); first = false {
 		if withCompleted && first && rows.RawValues()[1] == nil {
 			// No job claimed: the only row carries completed, its job columns are NULL.
-			if err := rows.Scan(&completed, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+			if err := rows.Scan(&completed, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
 				return buf, nil, err
 			}
 			continue
@@ -521,16 +522,27 @@ func scanClaimed(rows pgx.Rows, buf []JobRow, withCompleted bool) (_ []JobRow, c
 				head = &completed
 			}
 			err = rows.Scan(head, &r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
-				&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta)
+				&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta, &parentResults, &checkpoints)
 		} else {
 			err = rows.Scan(&r.ID, &r.Queue, &r.Kind, &r.EncodedPayload, &r.Attempt, &r.MaxAttempts, &r.Priority,
-				&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta)
+				&r.RunAt, &r.LeaseExpiresAt, &r.CreatedAt, &meta, &parentResults, &checkpoints)
 		}
 		if err != nil {
 			return buf, nil, err
 		}
 		if meta != nil {
 			r.Meta = decodeMeta(meta)
+		}
+		// Both NULL for ordinary jobs: nothing decoded.
+		if parentResults != nil {
+			if err := json.Unmarshal(parentResults, &r.ParentResults); err != nil {
+				return buf, nil, fmt.Errorf("failed to decode parent_results of job %d: %w", r.ID, err)
+			}
+		}
+		if checkpoints != nil {
+			if err := json.Unmarshal(checkpoints, &r.Checkpoints); err != nil {
+				return buf, nil, fmt.Errorf("failed to decode checkpoints of job %d: %w", r.ID, err)
+			}
 		}
 	}
 	rows.Close()

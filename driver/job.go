@@ -1,6 +1,9 @@
 package driver
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // JobRow is a claimed job as jobs_claim returned it.
 type JobRow struct {
@@ -31,6 +34,19 @@ type JobRow struct {
 	// tools, such as the trace context of contrib/otel. Values of a meta written by other
 	// clients that are not strings are left out.
 	Meta map[string]string
+
+	// ParentResults holds the results of the job's parents (EnqueueOpts.DependsOn,
+	// WorkflowStep.DependsOn) as JSON, keyed by step name for workflow steps and by id
+	// (decimal) otherwise; a parent without a result maps to JSON null. nil for a job
+	// without parents.
+	ParentResults map[string]json.RawMessage
+
+	// Checkpoints holds the values that earlier attempts saved with [Step], by step name;
+	// nil when none. Step reads it; handlers rarely need to.
+	Checkpoints map[string]json.RawMessage
+
+	// result is what Job.SetResult recorded, as JSON; nil for none.
+	result json.RawMessage
 }
 
 // Job is a claimed job with its payload decoded into T, as a handler receives it.
@@ -48,6 +64,7 @@ type JobState string
 
 // The states of a job.
 const (
+	JobStateWaiting   JobState = "waiting" // a parent (EnqueueOpts.DependsOn) is unfinished
 	JobStateQueued    JobState = "queued"
 	JobStateRunning   JobState = "running"
 	JobStateDone      JobState = "done"

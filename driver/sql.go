@@ -7,10 +7,11 @@ package driver
 // it once the job has moved on: that is what makes retrying any of them safe.
 
 // enqueueSQL calls jobs_enqueue(kind, payload, queue, run_at, priority, max_attempts,
-// unique_key, concurrency_key, meta, notify) for [Enqueue]. run_at is RunAt when given, else now() + Delay by the
-// database's clock. Relies on: the new job's id, or the live job's id for a unique key
-// already taken.
-const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8, $9, $10::jsonb, $11)`
+// unique_key, concurrency_key, meta, notify, depends_on, on_parent_failure, notify_finished)
+// for [Enqueue]. run_at is RunAt when given, else now() + Delay by the database's clock.
+// Relies on: the new job's id, or the live job's id for a unique key already taken.
+const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8, $9, $10::jsonb, $11,
+    $12::bigint[], $13, $14)`
 
 // enqueueManySQL calls jobs_enqueue_many(kinds, payloads, queues, run_ats, priorities,
 // max_attempts, unique_keys, concurrency_keys, metas, notify) for [EnqueueMany]. Each job's run_at is computed in the
@@ -28,21 +29,22 @@ const notifySQL = `SELECT jobs_notify($1)`
 
 // claimSQL calls jobs_claim(worker, max_jobs, queues, lease) for a fetch loop. Relies on:
 // at most max_jobs rows, each a job now running at the returned attempt and leased to worker
-// until lease_expires_at, with its meta (usually NULL), in the column order the fetch loop scans. An error with SQLSTATE
+// until lease_expires_at, with its meta, parent_results and checkpoints (usually NULL), in the
+// column order the fetch loop scans. An error with SQLSTATE
 // 42883, 42P01, 42704, 42501 or 3F000 (see fatalSQL) means claiming cannot work at all.
 const claimSQL = `SELECT id, queue, kind, payload, attempt, max_attempts, priority, run_at, lease_expires_at, created_at,
-    meta
+    meta, parent_results, checkpoints
 FROM jobs_claim($1, $2, $3, $4)`
 
 // completeAndClaimSQL calls jobs_complete_and_claim(worker, ids, attempts, max_jobs, queues,
-// lease) for a fetch loop that claims while completions are pending: the completions of
+// lease, results) for a fetch loop that claims while completions are pending: the completions of
 // completeManySQL and the claim of claimSQL in one transaction. Relies on: completed (the ids
 // completed; a job missing was no longer held at its attempt) on the first row only, then
 // claimSQL's columns in its order; when nothing is claimed, one row whose job columns are
 // NULL. The same errors as claimSQL mean claiming cannot work at all.
 const completeAndClaimSQL = `SELECT completed, id, queue, kind, payload, attempt, max_attempts, priority, run_at,
-    lease_expires_at, created_at, meta
-FROM jobs_complete_and_claim($1, $2, $3, $4, $5, $6)`
+    lease_expires_at, created_at, meta, parent_results, checkpoints
+FROM jobs_complete_and_claim($1, $2, $3, $4, $5, $6, $7)`
 
 // nextStartSQL calls jobs_next_start(queue) after a claim that came back short. Relies on:
 // NULL when the queue has no rate limit (nothing to wait for but a notification, a freed
@@ -57,15 +59,35 @@ FROM jobs_next_start($1) AS s`
 // loop claims no more than its free slots from it.
 const queueLimitedSQL = `SELECT jobs_queue_limited($1)`
 
-// completeSQL calls jobs_complete(id, attempt) in the handler's own transaction, for
-// [CompleteTx]. Relies on: true when the job was held at attempt and is now done (the row
+// completeSQL calls jobs_complete(id, attempt, result) in the handler's own transaction, for
+// [CompleteTx]; result is what [Job.SetResult] recorded (NULL for none). Relies on: true when the job was held at attempt and is now done (the row
 // stays locked until that transaction ends), false when it was no longer held.
-const completeSQL = `SELECT jobs_complete($1, $2)`
+const completeSQL = `SELECT jobs_complete($1, $2, $3::jsonb)`
 
-// completeManySQL calls jobs_complete_many(ids, attempts) for the completer's batches.
-// Relies on: the ids of the jobs completed; a job missing from the result was no longer
-// held at its attempt.
-const completeManySQL = `SELECT id FROM jobs_complete_many($1, $2) AS t(id)`
+// completeManySQL calls jobs_complete_many(ids, attempts, results) for the completer's
+// batches; results is NULL when no job of the batch has one. Relies on: the ids of the jobs
+// completed; a job missing from the result was no longer held at its attempt.
+const completeManySQL = `SELECT id FROM jobs_complete_many($1, $2, $3::jsonb[]) AS t(id)`
+
+// checkpointSQL calls jobs_checkpoint(id, attempt, step, value) for [Step]. Relies on: true
+// when the job was held at attempt and the value is saved, false when it was no longer held.
+const checkpointSQL = `SELECT jobs_checkpoint($1, $2, $3, $4::jsonb)`
+
+// progressSQL calls jobs_progress(id, attempt, progress) for [Job.SetProgress]. Relies on:
+// true when the job was held at attempt, false when it was no longer held.
+const progressSQL = `SELECT jobs_progress($1, $2, $3::jsonb)`
+
+// resultSQL calls jobs_result(id) for [WaitResult]. Relies on: one row (state, result,
+// last_error), or none for an unknown job.
+const resultSQL = `SELECT state::text, result, last_error FROM jobs_result($1)`
+
+// enqueueWorkflowSQL calls jobs_enqueue_workflow(steps) for [EnqueueWorkflow]. Relies on: one
+// row (name, id) per step; all or nothing; 22023 naming steps for a bad graph.
+const enqueueWorkflowSQL = `SELECT name, id FROM jobs_enqueue_workflow($1::jsonb)`
+
+// finishedChannel is the channel the SQL functions NOTIFY, at commit, with the job's id as
+// payload, when a job enqueued with notify_finished becomes done, dead or cancelled.
+const finishedChannel = "jobs_finished"
 
 // jobStateSQL calls jobs_get(id) for the completer, after a completion call that may have
 // committed but whose reply was lost, about the jobs its retry did not complete. Relies on:
