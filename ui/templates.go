@@ -8,7 +8,13 @@ import (
 )
 
 // pageNames are the templates of templates/, each rendered inside layout.html.
-var pageNames = []string{"overview", "queue", "jobs", "job", "dead", "confirm", "schedules", "notfound"}
+var pageNames = []string{"overview", "queue", "jobs", "job", "workflow", "dead", "confirm", "schedules", "notfound"}
+
+// notFound is the not-found page's subject: "job" or "workflow", and the id asked for.
+type notFound struct {
+	What string
+	ID   int64
+}
 
 func (h *Handler) parseTemplates() error {
 	funcs := template.FuncMap{
