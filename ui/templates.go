@@ -37,7 +37,9 @@ func (h *Handler) parseTemplates() error {
 // IndexedStates are the states whose jobs jobs_list reads through an index: a list of one
 // queue's jobs in them is cheap however many done jobs the table holds (done jobs have no
 // index, so a rare queue's done jobs are found by walking all of them).
-func (p *page) IndexedStates() []string { return []string{"queued", "running", "dead", "cancelled"} }
+func (p *page) IndexedStates() []string {
+	return []string{"waiting", "queued", "running", "dead", "cancelled"}
+}
 
 // URL is a path of the dashboard, with the handler's prefix.
 func (p *page) URL(path string) string { return p.Base + path }
