@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/skiplock/skiplock/admin"
 )
 
@@ -42,6 +44,10 @@ max_attempts, last_error, progress, finished_at and depth (its indentation in th
 			jobs, err := c.admin().Workflow(ctx, id)
 			if errors.Is(err, admin.ErrWorkflowNotFound) {
 				return notFoundErrorf("workflow show: no workflow %d", id)
+			}
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+				return fmt.Errorf("failed to read workflow %d (the role needs SELECT on jobs: no SQL function lists a workflow's steps): %w", id, err)
 			}
 			if err != nil {
 				return fmt.Errorf("failed to read workflow %d: %w", id, err)
