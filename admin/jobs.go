@@ -32,16 +32,21 @@ type ListedJob struct {
 	UniqueKey      *string    `json:"unique_key"`
 	ConcurrencyKey *string    `json:"concurrency_key"`
 	LastError      *string    `json:"last_error"`
+	// Progress is the JSON the worker last reported with jobs_progress; nil when none.
+	Progress json.RawMessage `json:"progress"`
+	// WorkflowID is the id of the workflow's first step for a step of a workflow
+	// (jobs_enqueue_workflow); nil for any other job.
+	WorkflowID *int64 `json:"workflow_id"`
 }
 
 // listedColumns are ListedJob's columns in the order scanListed reads them.
 const listedColumns = `id, queue, kind, state::text, priority, attempts, max_attempts, run_at, created_at, started_at,
-    finished_at, lease_holder, lease_expires_at, unique_key, concurrency_key, last_error`
+    finished_at, lease_holder, lease_expires_at, unique_key, concurrency_key, last_error, progress, workflow_id`
 
 func (j *ListedJob) scanDest() []any {
 	return []any{&j.ID, &j.Queue, &j.Kind, &j.State, &j.Priority, &j.Attempts, &j.MaxAttempts, &j.RunAt,
 		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseHolder, &j.LeaseExpiresAt, &j.UniqueKey,
-		&j.ConcurrencyKey, &j.LastError}
+		&j.ConcurrencyKey, &j.LastError, &j.Progress, &j.WorkflowID}
 }
 
 func (j *ListedJob) inUTC() {
@@ -105,6 +110,21 @@ type Job struct {
 	Payload json.RawMessage `json:"payload"`
 	// Errors is the error history: the first failed attempt's and the newest ones, oldest first.
 	Errors []AttemptError `json:"errors"`
+	// WorkflowStep is the job's step name in its workflow; nil outside a workflow.
+	WorkflowStep *string `json:"workflow_step"`
+	// DependsOn are the ids of the jobs this one waits for (jobs_enqueue's depends_on, or its
+	// workflow step's parents); nil for a job without parents.
+	DependsOn []int64 `json:"depends_on"`
+	// OnParentFailure is what becomes of the job when a parent ends dead or cancelled:
+	// "cancel" or "run"; nil for a job without parents.
+	OnParentFailure *string `json:"on_parent_failure"`
+	// CancelledBy is the parent whose failure cancelled the job; nil otherwise.
+	CancelledBy *int64 `json:"cancelled_by"`
+	// Result is the JSON the worker completed the job with; nil when none.
+	Result json.RawMessage `json:"result"`
+	// Checkpoints are the values the job's steps saved (jobs_checkpoint), an object of step
+	// name to value; nil when none.
+	Checkpoints json.RawMessage `json:"checkpoints"`
 }
 
 // AttemptError is one entry of a job's error history.
@@ -116,12 +136,15 @@ type AttemptError struct {
 	Worker *string `json:"worker"`
 }
 
-// Inspect calls jobs_inspect: the job with its payload and error history, or ErrJobNotFound.
+// Inspect calls jobs_inspect: the job with its payload, error history, workflow and result, or
+// ErrJobNotFound.
 func (c *Client) Inspect(ctx context.Context, id int64) (*Job, error) {
 	var j Job
 	var rawErrors []byte
-	err := c.db.QueryRow(ctx, "SELECT "+listedColumns+", payload, errors FROM "+c.fn("jobs_inspect")+"($1)", id).
-		Scan(append(j.scanDest(), &j.Payload, &rawErrors)...)
+	err := c.db.QueryRow(ctx, "SELECT "+listedColumns+`, payload, errors, workflow_step, depends_on, on_parent_failure,
+		cancelled_by, result, checkpoints FROM `+c.fn("jobs_inspect")+"($1)", id).
+		Scan(append(j.scanDest(), &j.Payload, &rawErrors, &j.WorkflowStep, &j.DependsOn, &j.OnParentFailure,
+			&j.CancelledBy, &j.Result, &j.Checkpoints)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("jobs_inspect: job %d: %w", id, ErrJobNotFound)
 	}

@@ -1,13 +1,23 @@
-// Package ui is skiplock's web dashboard: an [http.Handler] that shows queues, jobs and
-// schedules and lets an operator pause and resume queues, set their limits, retry and delete
-// dead jobs (the selected ones, or every one matching a filter), and run, enable or disable
-// schedules.
+// Package ui is skiplock's web dashboard: an [http.Handler] that shows queues, jobs,
+// workflows and schedules and lets an operator pause and resume queues, set their limits,
+// retry and delete dead jobs (the selected ones, or every one matching a filter), cancel a
+// workflow, and run, enable or disable schedules.
 //
 // Every page and action is a call of one of skiplock's SQL functions (jobs_metrics, jobs_list,
 // jobs_inspect, jobs_retry_many, jobs_delete_many, jobs_pause, jobs_resume, jobs_set_concurrency,
-// jobs_set_rate_limit, jobs_schedule_run, jobs_schedule_set_enabled) or a SELECT on
-// jobs_schedules, so the role the handler connects as needs no more than jobs_admin (see
-// docs/security.md). There is no queue logic in Go.
+// jobs_set_rate_limit, jobs_schedule_run, jobs_schedule_set_enabled, jobs_cancel_workflow) or a
+// SELECT on jobs_schedules, so the role the handler connects as needs no more than jobs_admin
+// (see docs/security.md). The exception is the workflow page (/workflows/{id}): no function
+// lists a workflow's steps, so it reads them from the jobs table by workflow_id
+// ([admin.Client.Workflow]), which needs SELECT on jobs. There is no queue logic in Go.
+//
+// # Workflows
+//
+// The workflow page draws the steps of a workflow (jobs_enqueue_workflow) as an SVG graph:
+// a box per step, coloured by its state and linking to the step's job page, in columns by
+// depth (the longest path from a step without parents), with an arrow from each parent to
+// its children; a table below lists the same steps. Its button cancels every unfinished
+// step. A job page links to the job's workflow and parents, and shows its progress and result.
 //
 // # Authentication is the host's job
 //

@@ -119,6 +119,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /{$}", h.overview)
 	m.HandleFunc("GET /jobs", h.jobList)
 	m.HandleFunc("GET /jobs/{id}", h.jobDetail)
+	m.HandleFunc("GET /workflows/{id}", h.workflowDetail)
+	m.HandleFunc("POST /workflows/cancel", h.action(h.workflowCancel))
 	m.HandleFunc("GET /dead", h.deadList)
 	m.HandleFunc("POST /dead/retry", h.action(h.deadRetry))
 	m.HandleFunc("POST /dead/delete", h.action(h.deadDelete))

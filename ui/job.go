@@ -25,6 +25,15 @@ type jobDetailData struct {
 	Payload  string               // indented JSON
 	Errors   []admin.AttemptError // oldest first
 	Timeline []timelineEvent
+	// The workflow's side: the step's name, its parents and what their failure does, the
+	// parent whose failure cancelled it; nil or empty for a job without them.
+	WorkflowStep    *string
+	DependsOn       []int64
+	OnParentFailure *string
+	CancelledBy     *int64
+	Progress        string // the reported progress, on one line; "" when none
+	Result          string // indented JSON; "" when the job has no result
+	Checkpoints     string // indented JSON; "" when none
 }
 
 // jobByID reads one job in full through jobs_inspect. ok is false for an unknown or pruned id.
@@ -37,14 +46,28 @@ func (h *Handler) jobByID(ctx context.Context, id int64) (d jobDetailData, ok bo
 		return d, false, fmt.Errorf("failed to read job %d: %w", id, err)
 	}
 	d.Job, d.Errors = listedJob{j.ListedJob}, j.Errors
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, j.Payload, "", "  ") == nil {
-		d.Payload = pretty.String()
-	} else {
-		d.Payload = string(j.Payload)
+	d.Payload = indentJSON(j.Payload)
+	d.WorkflowStep, d.DependsOn, d.OnParentFailure, d.CancelledBy = j.WorkflowStep, j.DependsOn, j.OnParentFailure, j.CancelledBy
+	if j.Progress != nil {
+		d.Progress = compactJSON(j.Progress)
+	}
+	if j.Result != nil {
+		d.Result = indentJSON(j.Result)
+	}
+	if j.Checkpoints != nil {
+		d.Checkpoints = indentJSON(j.Checkpoints)
 	}
 	d.Timeline = timeline(d.Job, d.Errors)
 	return d, true, nil
+}
+
+// indentJSON is stored JSON indented; as stored when it does not parse.
+func indentJSON(raw json.RawMessage) string {
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return pretty.String()
 }
 
 func timeline(j listedJob, history []admin.AttemptError) []timelineEvent {
@@ -86,7 +109,7 @@ func (h *Handler) jobDetail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		h.renderStatus(w, r, http.StatusNotFound, "notfound", page{Title: "Job not found", Nav: "jobs", Data: id})
+		h.renderStatus(w, r, http.StatusNotFound, "notfound", page{Title: "Job not found", Nav: "jobs", Data: notFound{What: "job", ID: id}})
 		return
 	}
 	h.render(w, r, "job", page{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: d})

@@ -12,7 +12,7 @@ import (
 )
 
 // states are the values of jobs_state, in the order the pages offer them.
-var states = []string{"queued", "running", "done", "dead", "cancelled"}
+var states = []string{"waiting", "queued", "running", "done", "dead", "cancelled"}
 
 // listedJob is one row of jobs_list, with what the pages show of it.
 type listedJob struct{ admin.ListedJob }
@@ -56,7 +56,7 @@ func parseFilter(q url.Values, state string) (jobFilter, error) {
 			ok = ok || s == f.State
 		}
 		if !ok {
-			return f, fmt.Errorf("state must be one of queued, running, done, dead, cancelled, got %q", f.State)
+			return f, fmt.Errorf("state must be one of waiting, queued, running, done, dead, cancelled, got %q", f.State)
 		}
 	}
 	if b := q.Get("before"); b != "" {

@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -14,8 +16,8 @@ import (
 )
 
 // TestAsJobsAdmin: the dashboard works as a login that has only jobs_admin (no table access
-// but SELECT on jobs_queues, jobs_schedules and jobs_settings): every page loads, the job page
-// shows the payload (through jobs_inspect), and every action works.
+// but SELECT on jobs_queues, jobs_schedules and jobs_settings): every page but the workflow
+// page loads, the job page shows the payload (through jobs_inspect), and every action works.
 func TestAsJobsAdmin(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewTestDB(t)
@@ -23,6 +25,8 @@ func TestAsJobsAdmin(t *testing.T) {
 	pgtest.MustExec(t, db.Conn, `SELECT jobs_enqueue_many(ARRAY['deliver', 'deliver'], queues => ARRAY['hooks', 'hooks'], max_attempts => ARRAY[1, 1])`)
 	pgtest.MustExec(t, db.Conn, `SELECT jobs_fail(c.id, c.attempt, 'boom') FROM jobs_claim('w', 10, ARRAY['hooks']) c`)
 	pgtest.MustExec(t, db.Conn, `SELECT jobs_schedule('nightly', '0 3 * * *', 'report')`)
+	workflow := pgtest.QueryOne[int64](t, db.Conn, `SELECT min(id) FROM jobs_enqueue_workflow('[{"name": "a", "kind": "a", "queue": "wf"},
+		{"name": "b", "kind": "b", "queue": "wf", "depends_on": ["a"]}]')`)
 
 	buf := make([]byte, 6)
 	_, _ = rand.Read(buf)
@@ -62,5 +66,17 @@ func TestAsJobsAdmin(t *testing.T) {
 	}
 	if n := count(t, b, `SELECT count(*) FROM jobs WHERE kind = 'report'`); n != 1 {
 		t.Errorf("%d report jobs after run now, want 1", n)
+	}
+
+	// Workflows: a step's page links to its workflow (jobs_inspect), and the workflow can be
+	// cancelled (jobs_cancel_workflow); the workflow page reads the jobs table, which
+	// jobs_admin may not, and says so.
+	contains(t, "a workflow step's page", b.mustGet(t, fmt.Sprintf("/jobs/%d", workflow)), fmt.Sprintf(`href="/workflows/%d"`, workflow))
+	if code, body := b.get(t, fmt.Sprintf("/workflows/%d", workflow)); code != http.StatusForbidden || !strings.Contains(body, "SELECT on jobs") {
+		t.Errorf("the workflow page as jobs_admin: %d %q, want 403 saying the role needs SELECT on jobs", code, body)
+	}
+	b.mustPost(t, "/workflows/cancel", url.Values{"workflow_id": {fmt.Sprint(workflow)}})
+	if n := count(t, b, `SELECT count(*) FROM jobs WHERE workflow_id = $1 AND state = 'cancelled'`, workflow); n != 2 {
+		t.Errorf("%d steps cancelled as jobs_admin, want 2", n)
 	}
 }

@@ -8,7 +8,13 @@ import (
 )
 
 // pageNames are the templates of templates/, each rendered inside layout.html.
-var pageNames = []string{"overview", "queue", "jobs", "job", "dead", "confirm", "schedules", "notfound"}
+var pageNames = []string{"overview", "queue", "jobs", "job", "workflow", "dead", "confirm", "schedules", "notfound"}
+
+// notFound is the not-found page's subject: "job" or "workflow", and the id asked for.
+type notFound struct {
+	What string
+	ID   int64
+}
 
 func (h *Handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -31,7 +37,9 @@ func (h *Handler) parseTemplates() error {
 // IndexedStates are the states whose jobs jobs_list reads through an index: a list of one
 // queue's jobs in them is cheap however many done jobs the table holds (done jobs have no
 // index, so a rare queue's done jobs are found by walking all of them).
-func (p *page) IndexedStates() []string { return []string{"queued", "running", "dead", "cancelled"} }
+func (p *page) IndexedStates() []string {
+	return []string{"waiting", "queued", "running", "dead", "cancelled"}
+}
 
 // URL is a path of the dashboard, with the handler's prefix.
 func (p *page) URL(path string) string { return p.Base + path }

@@ -31,6 +31,8 @@ func TestPagesWithMillionDoneJobs(t *testing.T) {
 	exec(t, b, `SELECT jobs_enqueue_many(array_fill('send'::text, ARRAY[10100]), queues => array_fill('mail'::text, ARRAY[10100]))`)
 	exec(t, b, `SELECT count(*) FROM jobs_claim('w', 100, ARRAY['mail'])`)
 	exec(t, b, `SELECT jobs_schedule('nightly', '0 3 * * *', 'report')`)
+	workflow := count(t, b, `SELECT min(id) FROM jobs_enqueue_workflow('[{"name": "a", "kind": "a", "queue": "wf"},
+		{"name": "b", "kind": "b", "queue": "wf", "depends_on": ["a"]}]')`)
 	exec(t, b, `VACUUM ANALYZE jobs`)
 	deadID := count(t, b, `SELECT max(id) FROM jobs WHERE state = 'dead'`)
 	doneID := count(t, b, `SELECT min(id) FROM jobs WHERE state = 'done'`)
@@ -41,6 +43,7 @@ func TestPagesWithMillionDoneJobs(t *testing.T) {
 		fmt.Sprintf("/jobs?state=done&before=%d", doneID+PageSizeForTest*10),
 		"/dead", "/dead?queue=hooks", "/dead?queue=hooks&kind=deliver",
 		fmt.Sprintf("/jobs/%d", deadID), fmt.Sprintf("/jobs/%d", doneID), "/schedules", "/queues/mail", "/queues/default",
+		"/jobs?state=waiting", fmt.Sprintf("/workflows/%d", workflow),
 	}
 	// The worst cases of jobs_list: a queue or kind whose jobs are all older than the done
 	// ones, listed without a state or as done, walks every done job by id (no index leads to a

@@ -25,7 +25,7 @@ var (
 	retryAction = bulkAction{verb: "retry", past: "retried", function: admin.Retry,
 		defaultStates: []string{"dead"}, allowedStates: []string{"dead", "cancelled"}}
 	cancelAction = bulkAction{verb: "cancel", past: "cancelled", function: admin.Cancel,
-		defaultStates: []string{"queued"}, allowedStates: []string{"queued", "running"}}
+		defaultStates: []string{"queued"}, allowedStates: []string{"waiting", "queued", "running"}}
 	deleteAction = bulkAction{verb: "delete", past: "deleted", function: admin.Delete,
 		defaultStates: []string{"done", "dead", "cancelled"}, allowedStates: []string{"done", "dead", "cancelled"}}
 )
@@ -42,9 +42,11 @@ a warning on stderr: on a shard, jobs whose id names another shard (created befo
 jobs_set_shard), and jobs whose attempts are at the limit, 2147483647.`)
 
 var cancelCommand = bulkAction.command(cancelAction,
-	"cancel queued (or running) jobs (jobs_cancel_many)",
+	"cancel queued (or running, or waiting) jobs (jobs_cancel_many)",
 	`A cancelled job is never claimed again; a running one finishes its attempt, but the worker's
-completion is fenced out.`)
+completion is fenced out. Jobs waiting for their parents (--state waiting) are cancelled as
+well, and so are the waiting children of every job cancelled, unless they were enqueued with
+on_parent_failure run; 'skiplock workflow cancel' cancels a whole workflow.`)
 
 var deleteCommand = bulkAction.command(deleteAction,
 	"delete finished jobs: done, dead, cancelled (jobs_delete_many)",

@@ -274,3 +274,21 @@ func TestFilterWideCancelOfTwoStatesMissesNoJob(t *testing.T) {
 		t.Errorf("cancel --state queued,running: cancelled %d jobs, job %d (running, then queued again) is %s; want 2 and cancelled", res.Jobs, running, s)
 	}
 }
+
+// TestCancelWaitingJobs: cancel takes --state waiting, by filter and by id.
+func TestCancelWaitingJobs(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	parent := pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('p', queue => 'w')")
+	a := pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('c', queue => 'w', depends_on => ARRAY[$1::bigint])", parent)
+	pgtest.MustExec(t, db.Conn, "SELECT jobs_enqueue('c', queue => 'w', depends_on => ARRAY[$1::bigint])", parent)
+	if out := cli(t, db.URL, "cancel", fmt.Sprint(a), "--state", "waiting").ok(t); out != "cancelled 1 jobs\n" {
+		t.Fatalf("cancel ID --state waiting: %q", out)
+	}
+	if out := cli(t, db.URL, "cancel", "--state", "waiting", "--queue", "w", "--yes").ok(t); out != "cancelled 1 jobs\n" {
+		t.Fatalf("cancel --state waiting --queue w: %q", out)
+	}
+	if s := states(t, db); s != "queued cancelled cancelled" {
+		t.Fatalf("states %q, want the parent queued and both children cancelled", s)
+	}
+}

@@ -54,9 +54,12 @@ var commands = []*command{
 	enqueueCommand,
 	listCommand,
 	showCommand,
+	waitCommand,
 	retryCommand,
 	cancelCommand,
 	deleteCommand,
+	workflowShowCommand,
+	workflowCancelCommand,
 	queuesCommand,
 	pauseCommand,
 	resumeCommand,
@@ -255,7 +258,8 @@ exit codes:
   1  failed (the database refused or could not be reached; not confirmed)
   2  usage: an unknown command or flag, a missing or bad argument, a value the SQL
      functions refuse (SQLSTATE 22023, naming the parameter)
-  3  not found: no such job, schedule or command help
+  3  not found: no such job, schedule, workflow or command help
+  4  timed out: skiplock wait's --timeout passed before the job ended
 
 Run 'skiplock help COMMAND' for a command's flags, output and examples.
 `)

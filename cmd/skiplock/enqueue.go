@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,7 +19,13 @@ var enqueueCommand = &command{
 prints its id. With --unique-key, while a job of the same queue and key is queued or running,
 prints that job's id instead. Needs a role granted jobs_producer.
 
+With --depends-on the job waits (state waiting) until every job named is done; when one of
+them ends dead or cancelled, the job is cancelled too, or with --on-parent-failure run, runs
+anyway. With --notify-finished its end (done, dead or cancelled) is announced on the
+jobs_finished channel, which 'skiplock wait' listens to.
+
   skiplock enqueue email '{"to":"a@example.com"}' --queue mail --in 5m
+  skiplock enqueue report --depends-on 12,13 --notify-finished
 
 Output: the id; -o json: {"id": N}.
 `,
@@ -31,6 +39,9 @@ Output: the id; -o json: {"id": N}.
 		maxAttempts := fs.Int("max-attempts", 5, "attempts before the job is dead")
 		uniqueKey := fs.String("unique-key", "", "at most one queued or running job of the queue with this key")
 		concurrencyKey := fs.String("concurrency-key", "", "key counted against the queue's --per-key limit")
+		dependsOn := fs.String("depends-on", "", "job `IDS`, comma-separated, that must be done before this job runs")
+		onParentFailure := fs.String("on-parent-failure", "", "when a job of --depends-on ends dead or cancelled: cancel (the default) or run")
+		notifyFinished := fs.Bool("notify-finished", false, "announce the job's end on the jobs_finished channel (for skiplock wait)")
 		return func(ctx context.Context, c *call) error {
 			if len(c.args) < 1 || len(c.args) > 2 {
 				return usageErrorf("enqueue: want KIND [PAYLOAD | -], got %d arguments", len(c.args))
@@ -44,6 +55,13 @@ Output: the id; -o json: {"id": N}.
 			if err := checkInt32("enqueue", "max-attempts", *maxAttempts); err != nil {
 				return err
 			}
+			parents, err := parseIDs("enqueue", "depends-on", *dependsOn)
+			if err != nil {
+				return err
+			}
+			if *onParentFailure != "" && parents == nil {
+				return usageErrorf("enqueue: --on-parent-failure needs --depends-on")
+			}
 			payload := "{}"
 			if len(c.args) == 2 {
 				payload = c.args[1]
@@ -56,8 +74,9 @@ Output: the id; -o json: {"id": N}.
 				}
 			}
 			// --in is added to the server's now(), so a skewed local clock does not move it.
-			var id int64
-			err := c.conn.QueryRow(ctx, `
+			// The workflow arguments are passed only when given, so an install from before
+			// workflows takes the rest.
+			sql := `
 				SELECT jobs_enqueue(
 				    kind            => $1,
 				    payload         => $2::jsonb,
@@ -66,10 +85,22 @@ Output: the id; -o json: {"id": N}.
 				    priority        => $6,
 				    max_attempts    => $7,
 				    unique_key      => $8,
-				    concurrency_key => $9)`,
-				c.args[0], payload, *queue, nullIfEmpty(*runAt), durationInterval(*in), *priority,
-				*maxAttempts, nullIfEmpty(*uniqueKey), nullIfEmpty(*concurrencyKey)).Scan(&id)
-			if err != nil {
+				    concurrency_key => $9`
+			args := []any{c.args[0], payload, *queue, nullIfEmpty(*runAt), durationInterval(*in), *priority,
+				*maxAttempts, nullIfEmpty(*uniqueKey), nullIfEmpty(*concurrencyKey)}
+			if parents != nil {
+				args = append(args, parents)
+				sql += fmt.Sprintf(", depends_on => $%d", len(args))
+			}
+			if *onParentFailure != "" {
+				args = append(args, *onParentFailure)
+				sql += fmt.Sprintf(", on_parent_failure => $%d", len(args))
+			}
+			if *notifyFinished {
+				sql += ", notify_finished => true"
+			}
+			var id int64
+			if err := c.conn.QueryRow(ctx, sql+")", args...).Scan(&id); err != nil {
 				return fmt.Errorf("failed to enqueue: %w", err)
 			}
 			if c.format == outputJSON {
@@ -92,6 +123,22 @@ func nullIfEmpty(s string) *string {
 // durationInterval is d as a PostgreSQL interval literal, exact to the microsecond.
 func durationInterval(d time.Duration) string {
 	return fmt.Sprintf("%d microseconds", d.Microseconds())
+}
+
+// parseIDs reads a comma-separated list of job ids (--depends-on 1,2); nil for "".
+func parseIDs(cmd, flagName, list string) ([]int64, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var ids []int64
+	for _, s := range strings.Split(list, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, usageErrorf("%s: --%s must be job ids separated by commas, got %q", cmd, flagName, s)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // checkInt32 refuses an integer flag outside PostgreSQL's integer range (the SQL functions

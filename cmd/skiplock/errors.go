@@ -13,6 +13,7 @@ const (
 	exitFailed   = 1
 	exitUsage    = 2
 	exitNotFound = 3
+	exitTimeout  = 4
 )
 
 // exitError carries the exit code of an error that is not a plain failure.

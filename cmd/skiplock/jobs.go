@@ -26,13 +26,14 @@ The last error is cut to one line; 'skiplock show ID' prints it in full.
 
 Output (-o json): {"jobs": [JOB...], "next_after": ID or null}, each JOB with id, queue,
 kind, state, priority, attempts, max_attempts, run_at, created_at, started_at, finished_at,
-lease_holder, lease_expires_at, unique_key, concurrency_key, last_error (null when unset).
+lease_holder, lease_expires_at, unique_key, concurrency_key, last_error, progress (the JSON
+the worker last reported) and workflow_id (null when unset).
 next_after is the --after of the next page, null on the last page.
 `,
 	db:     true,
 	output: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *call) error {
-		state := fs.String("state", "", "only jobs in this state: queued, running, done, dead or cancelled")
+		state := fs.String("state", "", "only jobs in this state: waiting, queued, running, done, dead or cancelled")
 		queue := fs.String("queue", "", "only jobs of this queue")
 		kind := fs.String("kind", "", "only jobs of this kind")
 		limit := fs.Int("limit", 50, "page size, 1 to 1000")
@@ -62,11 +63,11 @@ next_after is the --after of the next page, null on the last page.
 				}{jobs, next})
 			}
 			tw := newTable(c.stdout)
-			fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATE\tATTEMPTS\tRUN AT\tFINISHED AT\tLEASE HOLDER\tLAST ERROR")
+			fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATE\tATTEMPTS\tRUN AT\tFINISHED AT\tLEASE HOLDER\tPROGRESS\tLAST ERROR")
 			for _, j := range jobs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", j.ID, cell(j.Queue, 30), cell(j.Kind, 30),
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, cell(j.Queue, 30), cell(j.Kind, 30),
 					j.State, j.Attempts, j.MaxAttempts, cell(j.RunAt, 0), cell(j.FinishedAt, 0), cell(j.LeaseHolder, 20),
-					cell(j.LastError, 60))
+					jsonCell(j.Progress, 40), cell(j.LastError, 60))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -82,13 +83,17 @@ next_after is the --after of the next page, null on the last page.
 var showCommand = &command{
 	name:     "show",
 	synopsis: "ID [flags]",
-	summary:  "print one job in full: payload, attempts and their errors, lease, timestamps (jobs_inspect)",
+	summary:  "print one job in full: payload, attempts and their errors, lease, progress, result (jobs_inspect)",
 	help: `Prints everything about one job: queue, kind, state, attempts, the payload, the error of
 every failed attempt (when, by which worker), the lease holder and expiry of a running job,
-its keys and timestamps. Exit code 3 when there is no such job (never created, or pruned).
+its keys and timestamps, its progress and result, and for a job with parents its workflow,
+step and the jobs it depends on. Exit code 3 when there is no such job (never created, or
+pruned).
 
-Output (-o json): the fields of 'skiplock list' plus payload (the JSON as stored) and errors,
-a list of {attempt, at, error, worker}.
+Output (-o json): the fields of 'skiplock list' plus payload (the JSON as stored), errors (a
+list of {attempt, at, error, worker}), workflow_step, depends_on (ids), on_parent_failure,
+cancelled_by (the parent whose failure cancelled the job), result and checkpoints (the JSON
+as stored; null when unset).
 `,
 	db:     true,
 	output: true,
@@ -133,6 +138,12 @@ func printJob(c *call, j *admin.Job) error {
 		{"lease expires at", cell(j.LeaseExpiresAt, 0)},
 		{"unique key", cell(j.UniqueKey, 0)},
 		{"concurrency key", cell(j.ConcurrencyKey, 0)},
+		{"progress", jsonCell(j.Progress, 0)},
+		{"workflow", cell(j.WorkflowID, 0)},
+		{"workflow step", cell(j.WorkflowStep, 0)},
+		{"depends on", idList(j.DependsOn)},
+		{"parent failure", cell(j.OnParentFailure, 0)},
+		{"cancelled by", cell(j.CancelledBy, 0)},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
 	}
@@ -146,6 +157,9 @@ func printJob(c *call, j *admin.Job) error {
 		pretty = j.Payload
 	}
 	fmt.Fprintf(c.stdout, "payload:\n%s\n", pretty)
+	if j.Result != nil {
+		fmt.Fprintf(c.stdout, "result:\n%s\n", indentJSON(j.Result))
+	}
 	if len(j.Errors) == 0 {
 		_, err := fmt.Fprintln(c.stdout, "errors: none")
 		return err

@@ -56,6 +56,34 @@ func TestEnqueue(t *testing.T) {
 		}
 	})
 
+	t.Run("DependsOnAndNotifyFinished", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		cli(t, db.URL, "enqueue", "a").ok(t)
+		cli(t, db.URL, "enqueue", "b").ok(t)
+		out := cli(t, db.URL, "enqueue", "c", "--depends-on", "1, 2", "--on-parent-failure", "run", "--notify-finished").ok(t)
+		if out != "3\n" {
+			t.Fatalf("stdout %q, want the id 3", out)
+		}
+		got := pgtest.QueryOne[string](t, db.Conn, `SELECT format('%s %s %s %s', state, depends_on, on_parent_failure, notify_finished)
+			FROM jobs WHERE id = 3`)
+		if got != "waiting {1,2} run t" {
+			t.Fatalf("job 3 is %q, want waiting {1,2} run t", got)
+		}
+		if n := pgtest.QueryOne[int64](t, db.Conn, `SELECT count(*) FROM jobs WHERE id = 1 AND depends_on IS NULL AND NOT coalesce(notify_finished, false)`); n != 1 {
+			t.Fatal("job 1, enqueued without the flags, has parents or notify_finished")
+		}
+		out = cli(t, db.URL, "show", "3").ok(t)
+		for _, want := range []string{"state:             waiting", "depends on:        1, 2", "parent failure:    run"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("show does not print %q:\n%s", want, out)
+			}
+		}
+		cli(t, db.URL, "enqueue", "d", "--depends-on", "1", "--on-parent-failure", "ignore").fails(t, exitUsage, "on_parent_failure")
+		cli(t, db.URL, "enqueue", "d", "--on-parent-failure", "run").fails(t, exitUsage, "--on-parent-failure needs --depends-on")
+		cli(t, db.URL, "enqueue", "d", "--depends-on", "1,x").fails(t, exitUsage, "--depends-on must be job ids")
+	})
+
 	t.Run("BadInputIsUsage", func(t *testing.T) {
 		t.Parallel()
 		db := setup(t)
@@ -210,4 +238,39 @@ func TestShow(t *testing.T) {
 	cli(t, db.URL, "show", "999").fails(t, exitNotFound, "no job 999")
 	cli(t, db.URL, "show", "x").fails(t, exitUsage, "ID must be an integer")
 	cli(t, db.URL, "show").fails(t, exitUsage, "want one job ID")
+}
+
+// TestProgressAndResult: list and show print the progress a worker reported, show the result
+// a job was completed with, and both carry them in their JSON.
+func TestProgressAndResult(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	running := pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('resize', queue => 'r')")
+	attempt := claimOne(t, db, running, "r")
+	pgtest.MustExec(t, db.Conn, `SELECT jobs_progress($1, $2, '{"pct": 40, "note": "\u001b[2J"}')`, running, attempt)
+	done := pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('fetch', queue => 'd')")
+	attempt = claimOne(t, db, done, "d")
+	pgtest.MustExec(t, db.Conn, `SELECT jobs_complete($1, $2, '{"files": 3}')`, done, attempt)
+
+	out := cli(t, db.URL, "list", "--queue", "r").ok(t)
+	if !strings.Contains(out, "PROGRESS") || !strings.Contains(out, `{"pct":40,"note":"\u001b[2J"}`) || strings.Contains(out, "\x1b") {
+		t.Errorf("list does not print the progress (compact, escaped):\n%s", out)
+	}
+	out = cli(t, db.URL, "show", fmt.Sprint(done)).ok(t)
+	if !strings.Contains(out, "result:\n{\n  \"files\": 3\n}") || !strings.Contains(out, "workflow:          -") {
+		t.Errorf("show does not print the result:\n%s", out)
+	}
+	var j struct {
+		Progress   map[string]any `json:"progress"`
+		Result     map[string]any `json:"result"`
+		WorkflowID *int64         `json:"workflow_id"`
+	}
+	cli(t, db.URL, "show", fmt.Sprint(running), "-o", "json").decode(t, &j)
+	if j.Progress["pct"] != float64(40) || j.Result != nil || j.WorkflowID != nil {
+		t.Errorf("show -o json = %+v, want the progress, no result, no workflow", j)
+	}
+	cli(t, db.URL, "show", fmt.Sprint(done), "-o", "json").decode(t, &j)
+	if j.Result["files"] != float64(3) {
+		t.Errorf("show -o json of the done job = %+v, want its result", j)
+	}
 }

@@ -1,7 +1,7 @@
 // Command skiplock is the operator's tool for a skiplock queue: it installs the schema, adds
-// and inspects jobs, retries, cancels and deletes them one by one or by filter, pauses,
-// resumes and limits queues, manages schedules, shows statistics and works a queue with any
-// program (work --exec). Every command is a thin
+// and inspects jobs, waits for them, shows and cancels workflows, retries, cancels and
+// deletes jobs one by one or by filter, pauses, resumes and limits queues, manages schedules,
+// shows statistics and works a queue with any program (work --exec). Every command is a thin
 // call of skiplock's SQL functions (docs/sql-api.md); no queue logic lives here.
 //
 //	skiplock help                  the commands
@@ -9,12 +9,14 @@
 //
 // docs/cli.md holds the same text (a test keeps it in step with `skiplock help`).
 //
-// Exit codes: 0 ok, 1 failed, 2 usage (a bad flag, argument or value), 3 not found.
+// Exit codes: 0 ok, 1 failed, 2 usage (a bad flag, argument or value), 3 not found, 4 timed
+// out (wait).
 //
 // The commands live in a table (commands.go), one file per family: install.go (migrate,
-// sql), enqueue.go, jobs.go (list, show), actions.go (retry, cancel, delete), queues.go
-// (queues, pause, resume, limit), schedule.go, maintain.go, work.go (work --exec), stats.go; output.go and db.go
-// hold what they share.
+// sql), enqueue.go, jobs.go (list, show), wait.go, actions.go (retry, cancel, delete),
+// workflow.go (workflow show, workflow cancel), queues.go (queues, pause, resume, limit),
+// schedule.go, maintain.go, work.go (work --exec), stats.go; output.go and db.go hold what
+// they share.
 package main
 
 import (

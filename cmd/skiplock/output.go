@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -108,3 +109,37 @@ var controlEscaper = func() *strings.Replacer {
 	}
 	return strings.NewReplacer(pairs...)
 }()
+
+// jsonCell is stored JSON for a table cell, compacted: "-" for NULL.
+func jsonCell(raw json.RawMessage, width int) string {
+	if raw == nil {
+		return "-"
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) == nil {
+		raw = b.Bytes()
+	}
+	return cell(string(raw), width)
+}
+
+// indentJSON is stored JSON indented for printing, escaped as printable; as stored when it
+// does not parse.
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") == nil {
+		raw = b.Bytes()
+	}
+	return printable(string(raw))
+}
+
+// idList is job ids for a table cell, comma-separated: "-" for none.
+func idList(ids []int64) string {
+	if len(ids) == 0 {
+		return "-"
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ", ")
+}

@@ -320,3 +320,207 @@ func TestDNSRebindingInBrowser(t *testing.T) {
 		t.Fatal("the queue is not paused in the database")
 	}
 }
+
+// svgNode is what the browser shows of one node of the workflow graph.
+type svgNode struct {
+	ID     string  `json:"id"`
+	State  string  `json:"state"`
+	Href   string  `json:"href"`
+	Label  string  `json:"label"`
+	Fill   string  `json:"fill"`
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+}
+
+// evalInto is an action that evaluates the JavaScript expression and stores its result in out.
+func evalInto[T any](expr string, out *T) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		v, err := chromedp.Evaluate[T](expr)(ctx, tg)
+		*out = v
+		return err
+	})
+}
+
+// readGraph reads every node of the workflow page's graph as laid out and painted.
+const readGraph = `Array.from(document.querySelectorAll('#dag a.node')).map(a => {
+	const box = a.getBoundingClientRect();
+	return {id: a.dataset.id, state: a.dataset.state, href: a.getAttribute('href'),
+		label: a.querySelector('text.name').textContent, fill: getComputedStyle(a.querySelector('rect')).fill,
+		width: box.width, height: box.height};
+})`
+
+// TestWorkflowInBrowser: the workflow page of a real workflow, its steps in five states,
+// draws one node per step in its state's colour, linking to the step's job page, whose link
+// leads back; the cancel button (accepting its confirm dialog) cancels the unfinished steps.
+func TestWorkflowInBrowser(t *testing.T) {
+	ctx := browser(t)
+	db := pgtest.NewTestDB(t)
+	exec := func(sql string, args ...any) { pgtest.MustExec(t, db.Conn, sql, args...) }
+	ids := map[string]int64{}
+	rows, err := db.Conn.Query(t.Context(), `SELECT name, id FROM jobs_enqueue_workflow('[
+		{"name": "fetch-photos", "kind": "fetch", "queue": "photos", "payload": {"album": 42}},
+		{"name": "resize", "kind": "resize", "queue": "photos", "depends_on": ["fetch-photos"]},
+		{"name": "thumbnails", "kind": "thumbnail", "queue": "photos", "depends_on": ["fetch-photos"], "max_attempts": 1},
+		{"name": "publish", "kind": "publish", "queue": "photos", "depends_on": ["resize", "thumbnails"]},
+		{"name": "archive", "kind": "archive", "queue": "photos", "depends_on": ["resize"]}
+	]')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		var id int64
+		if err := rows.Scan(&name, &id); err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
+	}
+	if err := rows.Err(); err != nil || len(ids) != 5 {
+		t.Fatalf("jobs_enqueue_workflow gave %v (%v)", ids, err)
+	}
+	wf := ids["fetch-photos"]
+	// fetch-photos done, resize running at 40%, thumbnails dead, so publish cancelled;
+	// archive waiting for resize.
+	exec(`SELECT jobs_progress(id, attempt, '{"pct": 100}'), jobs_complete(id, attempt, '{"photos": 12}') FROM jobs_claim('worker-1', 5, ARRAY['photos'])`)
+	exec(`SELECT c.id FROM jobs_claim('worker-1', 5, ARRAY['photos']) c
+		CROSS JOIN LATERAL (SELECT CASE WHEN c.id = $1 THEN jobs_progress(c.id, c.attempt, '{"pct": 40}')::text
+		                                ELSE jobs_fail(c.id, c.attempt, 'thumbnailer: out of memory')::text END) AS x`, ids["resize"])
+	dbStates := func() map[string]string {
+		states := map[string]string{}
+		rows, err := db.Conn.Query(t.Context(), `SELECT id::text, state::text FROM jobs WHERE workflow_id = $1`, wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, state string
+			if err := rows.Scan(&id, &state); err != nil {
+				t.Fatal(err)
+			}
+			states[id] = state
+		}
+		return states
+	}
+	if got := fmt.Sprint(dbStates()); got != fmt.Sprint(map[string]string{
+		fmt.Sprint(ids["fetch-photos"]): "done", fmt.Sprint(ids["resize"]): "running", fmt.Sprint(ids["thumbnails"]): "dead",
+		fmt.Sprint(ids["publish"]): "cancelled", fmt.Sprint(ids["archive"]): "waiting"}) {
+		t.Fatalf("the steps are %s, want one in each of five states", got)
+	}
+
+	srv := httptest.NewServer(mustHandler(t, db))
+	defer srv.Close()
+	shots := screenshotDir(t)
+	shoot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			png, err := chromedp.CaptureScreenshot()(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
+		})
+	}
+	wfURL := fmt.Sprintf("%s/workflows/%d", srv.URL, wf)
+
+	t.Run("OneNodePerStepInItsState", func(t *testing.T) {
+		var nodes []svgNode
+		step(t, ctx, "load the workflow page",
+			chromedp.Navigate(wfURL),
+			chromedp.WaitVisible(chromedp.CSS("#dag")),
+			evalInto(readGraph, &nodes),
+			shoot("workflow"))
+		states := dbStates()
+		if len(nodes) != len(states) {
+			t.Fatalf("the graph has %d nodes, the workflow %d steps: %+v", len(nodes), len(states), nodes)
+		}
+		fills := map[string]string{}
+		for _, n := range nodes {
+			if n.State != states[n.ID] || n.Href != "/jobs/"+n.ID || n.Width < 100 || n.Height < 30 {
+				t.Errorf("node %+v: want state %s, a link to /jobs/%s, a drawn box", n, states[n.ID], n.ID)
+			}
+			fills[n.State] = n.Fill
+		}
+		seen := map[string]string{}
+		for state, fill := range fills {
+			if other, ok := seen[fill]; ok {
+				t.Errorf("states %s and %s are drawn in the same colour %s", state, other, fill)
+			}
+			seen[fill] = state
+		}
+		var edges int
+		step(t, ctx, "count the arrows", evalInto(`document.querySelectorAll('#dag path.edge').length`, &edges))
+		if edges != 5 {
+			t.Errorf("%d arrows, want 5 (one per parent of each step)", edges)
+		}
+	})
+
+	t.Run("NodeLinksToJobAndBack", func(t *testing.T) {
+		var state, loc, cancelledBy string
+		step(t, ctx, "click publish's node, then the job page's workflow link",
+			chromedp.Navigate(wfURL),
+			chromedp.WaitVisible(chromedp.CSS("#dag")),
+			chromedp.Click(chromedp.CSS(fmt.Sprintf(`#dag a.node[data-id="%d"]`, ids["publish"]))),
+			chromedp.WaitVisible(chromedp.CSS("#state")),
+			textOf("#state", &state),
+			textOf("#cancelled-by", &cancelledBy),
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				var err error
+				loc, err = chromedp.Location()(ctx, tg)
+				return err
+			}),
+			shoot("workflow-step-job"))
+		if loc != fmt.Sprintf("%s/jobs/%d", srv.URL, ids["publish"]) || state != "cancelled" ||
+			!strings.Contains(cancelledBy, fmt.Sprint(ids["thumbnails"])) {
+			t.Errorf("after the click: %s, state %q, cancelled by %q; want publish's page, cancelled by thumbnails", loc, state, cancelledBy)
+		}
+		step(t, ctx, "follow the workflow link back",
+			chromedp.Click(chromedp.CSS("#workflow")),
+			chromedp.WaitVisible(chromedp.CSS("#dag")),
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				var err error
+				loc, err = chromedp.Location()(ctx, tg)
+				return err
+			}))
+		if loc != wfURL {
+			t.Errorf("the workflow link led to %s, want %s", loc, wfURL)
+		}
+	})
+
+	t.Run("CancelButtonCancels", func(t *testing.T) {
+		var flash string
+		var nodes []svgNode
+		step(t, ctx, "cancel the workflow (accepting the confirm dialog)",
+			chromedp.Navigate(wfURL),
+			chromedp.WaitVisible(chromedp.CSS("#cancel")),
+			chromedp.Click(chromedp.CSS("#cancel")),
+			chromedp.WaitVisible(chromedp.CSS("#flash")),
+			textOf("#flash", &flash),
+			evalInto(readGraph, &nodes),
+			shoot("workflow-cancelled"))
+		states := dbStates()
+		for id, s := range states {
+			if s == "waiting" || s == "queued" {
+				t.Errorf("step %s is still %s after the cancel", id, s)
+			}
+		}
+		if states[fmt.Sprint(ids["archive"])] != "cancelled" || !strings.HasPrefix(flash, "cancelled ") ||
+			!strings.HasSuffix(flash, fmt.Sprintf(" jobs of workflow %d", wf)) {
+			t.Errorf("flash %q, archive %s; want the cancel reported and archive cancelled", flash, states[fmt.Sprint(ids["archive"])])
+		}
+		for _, n := range nodes {
+			if n.State != states[n.ID] {
+				t.Errorf("after the cancel node %s shows %s, the database %s", n.ID, n.State, states[n.ID])
+			}
+		}
+	})
+	t.Logf("screenshots in %s", shots)
+}
+
+// mustHandler is a dashboard on db, through a pool of its own.
+func mustHandler(t *testing.T, db *pgtest.TestDB) *ui.Handler {
+	t.Helper()
+	h, err := ui.New(pgtest.NewPool(t, db.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
