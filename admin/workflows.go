@@ -37,17 +37,13 @@ type WorkflowJob struct {
 // Workflow reads the jobs of the workflow workflowID (the id of its first step), in id order,
 // or ErrWorkflowNotFound when there is none.
 //
-// The SQL API has no function listing a workflow's jobs, so this is a SELECT on skiplock's
-// jobs table by workflow_id (found like the functions, through Options.Schema or the
-// search_path): the role needs SELECT on jobs, which jobs_admin alone does not grant.
+// It calls jobs_workflow, which jobs_admin may call.
 func (c *Client) Workflow(ctx context.Context, workflowID int64) ([]WorkflowJob, error) {
 	rows, err := c.db.Query(ctx, `SELECT id, workflow_step, kind, queue, state::text, depends_on, attempts, max_attempts,
 		last_error, progress, finished_at
-		FROM `+c.fn("jobs")+`
-		WHERE workflow_id = $1
-		ORDER BY id`, workflowID)
+		FROM `+c.fn("jobs_workflow")+`($1)`, workflowID)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: workflow %d: %w", workflowID, err)
+		return nil, fmt.Errorf("jobs_workflow: workflow %d: %w", workflowID, err)
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (WorkflowJob, error) {
 		var j WorkflowJob
@@ -57,10 +53,10 @@ func (c *Client) Workflow(ctx context.Context, workflowID int64) ([]WorkflowJob,
 		return j, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("jobs: workflow %d: %w", workflowID, err)
+		return nil, fmt.Errorf("jobs_workflow: workflow %d: %w", workflowID, err)
 	}
 	if len(jobs) == 0 {
-		return nil, fmt.Errorf("jobs: workflow %d: %w", workflowID, ErrWorkflowNotFound)
+		return nil, fmt.Errorf("jobs_workflow: workflow %d: %w", workflowID, ErrWorkflowNotFound)
 	}
 	return jobs, nil
 }

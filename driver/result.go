@@ -154,6 +154,10 @@ func encodeJSONValue(field string, v any) (json.RawMessage, error) {
 			return nil, &InvalidError{Field: field, Problem: fmt.Sprintf("cannot be encoded as JSON: %v", err)}
 		}
 	}
+	// jsonb refuses the NUL character (22P05), which would fail a whole batch of completions.
+	if bytes.Contains(b, []byte(`\u0000`)) {
+		return nil, &InvalidError{Field: field, Problem: "must not contain the NUL character (\\u0000), which PostgreSQL's jsonb refuses"}
+	}
 	// The SQL functions measure jsonb's text, which puts a space after each ',' and ':';
 	// counting those in strings too errs on the side of refusing here, so that a batch of
 	// completions never fails in the database for one job's result.

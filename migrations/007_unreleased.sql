@@ -225,6 +225,7 @@ DROP FUNCTION jobs_get(bigint);
 {{ template "snapshots/007/functions/jobs_requeue_expired.sql" . }}
 {{ template "snapshots/007/functions/jobs_cancel.sql" . }}
 {{ template "snapshots/007/functions/jobs_cancel_workflow.sql" . }}
+{{ template "snapshots/007/functions/jobs_workflow.sql" . }}
 {{ template "snapshots/007/functions/jobs_retry.sql" . }}
 {{ template "snapshots/007/functions/jobs_get.sql" . }}
 {{ template "snapshots/007/functions/jobs_result.sql" . }}

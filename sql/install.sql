@@ -44,6 +44,7 @@
 {{ template "functions/jobs_requeue_expired.sql" . }}
 {{ template "functions/jobs_cancel.sql" . }}
 {{ template "functions/jobs_cancel_workflow.sql" . }}
+{{ template "functions/jobs_workflow.sql" . }}
 {{ template "functions/jobs_retry.sql" . }}
 {{ template "functions/jobs_stats.sql" . }}
 {{ template "functions/jobs_get.sql" . }}

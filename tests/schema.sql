@@ -2430,6 +2430,7 @@ DECLARE
     v_step    jsonb;
     v_name    text;
     v_dep     jsonb;
+    v_key     text;
     v_parent  integer;
     v_ep      integer[] := '{}';
     v_ec      integer[] := '{}';
@@ -2472,6 +2473,15 @@ BEGIN
                 format('element %s has no name (a non-empty string of at most 200 bytes)', v_i - 1));
         END IF;
         v_name := v_step ->> 'name';
+        -- A misspelt field would otherwise be a default silently taken.
+        SELECT k INTO v_key FROM jsonb_object_keys(v_step) AS k
+        WHERE k NOT IN ('name', 'kind', 'payload', 'queue', 'priority', 'max_attempts', 'run_at', 'concurrency_key',
+                        'meta', 'depends_on', 'on_parent_failure', 'notify_finished')
+        LIMIT 1;
+        IF FOUND THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                format('step %s has an unknown field %s', to_jsonb(v_name), to_jsonb(v_key)));
+        END IF;
         IF v_index ? v_name THEN
             PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('has two steps named %s', to_jsonb(v_name)));
         END IF;
@@ -4380,6 +4390,27 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_unschedule(name text) IS 'skiplock: deletes a named cron schedule; returns whether it existed.';
 
+CREATE FUNCTION skiplock.jobs_workflow(workflow_id bigint) RETURNS TABLE(id bigint, workflow_step text, kind text, queue text, state skiplock.jobs_state, depends_on bigint[], attempts integer, max_attempts integer, last_error text, progress jsonb, finished_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_workflow.workflow_id IS NULL THEN
+        PERFORM _jobs_invalid('jobs_workflow', 'workflow_id', 'must not be NULL');
+    END IF;
+
+    RETURN QUERY
+    SELECT j.id, j.workflow_step, j.kind, j.queue, j.state, j.depends_on, j.attempts, j.max_attempts,
+           j.last_error, j.progress, j.finished_at
+    FROM jobs j
+    WHERE j.workflow_id = jobs_workflow.workflow_id
+    ORDER BY j.id;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_workflow(workflow_id bigint) IS 'skiplock: the steps of a workflow (no payloads), parents first; no rows for an unknown workflow.';
+
 CREATE TABLE skiplock.jobs_claims (
     claim_id bigint NOT NULL,
     queue text NOT NULL,
@@ -4793,6 +4824,9 @@ GRANT ALL ON FUNCTION skiplock.jobs_stats() TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_unschedule(name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_unschedule(name text) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_workflow(workflow_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_workflow(workflow_id bigint) TO jobs_admin;
 
 GRANT SELECT ON TABLE skiplock.jobs_queues TO jobs_admin;
 

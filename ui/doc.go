@@ -5,11 +5,9 @@
 //
 // Every page and action is a call of one of skiplock's SQL functions (jobs_metrics, jobs_list,
 // jobs_inspect, jobs_retry_many, jobs_delete_many, jobs_pause, jobs_resume, jobs_set_concurrency,
-// jobs_set_rate_limit, jobs_schedule_run, jobs_schedule_set_enabled, jobs_cancel_workflow) or a
-// SELECT on jobs_schedules, so the role the handler connects as needs no more than jobs_admin
-// (see docs/security.md). The exception is the workflow page (/workflows/{id}): no function
-// lists a workflow's steps, so it reads them from the jobs table by workflow_id
-// ([admin.Client.Workflow]), which needs SELECT on jobs. There is no queue logic in Go.
+// jobs_set_rate_limit, jobs_schedule_run, jobs_schedule_set_enabled, jobs_workflow,
+// jobs_cancel_workflow) or a SELECT on jobs_schedules, so the role the handler connects as
+// needs no more than jobs_admin (see docs/security.md). There is no queue logic in Go.
 //
 // # Workflows
 //

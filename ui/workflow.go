@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/skiplock/skiplock/admin"
 )
 
@@ -225,12 +223,6 @@ func (h *Handler) workflowDetail(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, admin.ErrWorkflowNotFound) {
 		h.renderStatus(w, r, http.StatusNotFound, "notfound", page{Title: "Workflow not found", Nav: "jobs",
 			Data: notFound{What: "workflow", ID: id}})
-		return
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-		http.Error(w, "the dashboard's database role may not read the jobs table, which the workflow page reads "+
-			"(no SQL function lists a workflow's steps): grant it SELECT on jobs to see workflows", http.StatusForbidden)
 		return
 	}
 	if err != nil {

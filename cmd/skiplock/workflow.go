@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/skiplock/skiplock/admin"
 )
 
@@ -24,8 +22,7 @@ and a step with several parents names the others "(after a, b)". Each line gives
 job id, state, kind, queue, attempts, progress and last error. Exit code 3 when there is no
 such workflow.
 
-The steps are read from the jobs table by workflow_id (no SQL function lists a workflow), so
-the role needs SELECT on jobs, which jobs_admin does not grant.
+The steps come from jobs_workflow, which jobs_admin may call.
 
   skiplock workflow show 1042
 
@@ -44,10 +41,6 @@ max_attempts, last_error, progress, finished_at and depth (its indentation in th
 			jobs, err := c.admin().Workflow(ctx, id)
 			if errors.Is(err, admin.ErrWorkflowNotFound) {
 				return notFoundErrorf("workflow show: no workflow %d", id)
-			}
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-				return fmt.Errorf("failed to read workflow %d (the role needs SELECT on jobs: no SQL function lists a workflow's steps): %w", id, err)
 			}
 			if err != nil {
 				return fmt.Errorf("failed to read workflow %d: %w", id, err)

@@ -7,7 +7,8 @@
 --                  jobs_settings; pauses and resumes queues, sets their concurrency and rate
 --                  limits, reads jobs_queues; manages schedules (jobs_schedule,
 --                  jobs_unschedule, jobs_schedule_set_enabled, jobs_schedule_run) and reads
---                  jobs_schedules; lists jobs (jobs_list) and reads one in full (jobs_inspect)
+--                  jobs_schedules; lists jobs (jobs_list) and reads one in full (jobs_inspect), and a workflow's steps
+--                  (jobs_workflow)
 --
 -- The functions are SECURITY DEFINER and PUBLIC may execute none of them, so these grants are
 -- the only way in: no role needs privileges on the tables. Application logins get a role with
@@ -97,6 +98,7 @@ BEGIN
             ('jobs_cancel(bigint, integer, text)',                                                      '{jobs_worker}'),
             ('jobs_retry(bigint)',                                                                      '{jobs_admin}'),
             ('jobs_cancel_workflow(bigint)',                                                            '{jobs_admin}'),
+            ('jobs_workflow(bigint)',                                                                   '{jobs_admin}'),
             ('jobs_stats()',                                                                            '{jobs_worker, jobs_admin}'),
             ('jobs_get(bigint)',                                                                        '{jobs_producer, jobs_worker, jobs_admin}'),
             ('jobs_result(bigint)',                                                                     '{jobs_producer, jobs_worker, jobs_admin}'),

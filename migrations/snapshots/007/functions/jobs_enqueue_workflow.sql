@@ -14,6 +14,7 @@
 --             depends_on         default [] (names of other steps)
 --             on_parent_failure  default "cancel" ("cancel" or "run")
 --             notify_finished    default false
+--           and no other field (unique_key is not taken: a step is part of its workflow).
 --           Each step is a job as jobs_enqueue would make it with depends_on = its parents'
 --           ids (waiting until they are done, the same cascade rules), plus workflow_id (the
 --           id of the workflow's first step, shared by all) and workflow_step (its name):
@@ -25,7 +26,8 @@
 -- Errors:   22023 naming steps when it is not a non-empty array of at most 10000 objects,
 --           a name is missing, duplicated or not a string, a depends_on names an unknown
 --           step or is not an array of names, the steps form a cycle (a step depending on
---           itself included), or a field has the wrong type or a value jobs_enqueue refuses.
+--           itself included), or a field is unknown, has the wrong type or a value
+--           jobs_enqueue refuses.
 CREATE OR REPLACE FUNCTION jobs_enqueue_workflow(steps jsonb)
 RETURNS TABLE (name text, id bigint)
 LANGUAGE plpgsql
@@ -39,6 +41,7 @@ DECLARE
     v_step    jsonb;
     v_name    text;
     v_dep     jsonb;
+    v_key     text;
     v_parent  integer;
     v_ep      integer[] := '{}';
     v_ec      integer[] := '{}';
@@ -81,6 +84,15 @@ BEGIN
                 format('element %s has no name (a non-empty string of at most 200 bytes)', v_i - 1));
         END IF;
         v_name := v_step ->> 'name';
+        -- A misspelt field would otherwise be a default silently taken.
+        SELECT k INTO v_key FROM jsonb_object_keys(v_step) AS k
+        WHERE k NOT IN ('name', 'kind', 'payload', 'queue', 'priority', 'max_attempts', 'run_at', 'concurrency_key',
+                        'meta', 'depends_on', 'on_parent_failure', 'notify_finished')
+        LIMIT 1;
+        IF FOUND THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                format('step %s has an unknown field %s', to_jsonb(v_name), to_jsonb(v_key)));
+        END IF;
         IF v_index ? v_name THEN
             PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('has two steps named %s', to_jsonb(v_name)));
         END IF;
