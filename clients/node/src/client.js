@@ -36,6 +36,22 @@ const json = (value) => (value === undefined ? undefined : JSON.stringify(value)
 // The keys of enqueue's options that jobs_enqueue_many has no arguments for.
 const SINGLE_ONLY = ['dependsOn', 'onParentFailure', 'notifyFinished'];
 
+// A workflow step's fields and their names in jobs_enqueue_workflow's steps.
+const STEP_FIELDS = {
+  name: 'name',
+  kind: 'kind',
+  payload: 'payload',
+  queue: 'queue',
+  runAt: 'run_at',
+  priority: 'priority',
+  maxAttempts: 'max_attempts',
+  concurrencyKey: 'concurrency_key',
+  meta: 'meta',
+  dependsOn: 'depends_on',
+  onParentFailure: 'on_parent_failure',
+  notifyFinished: 'notify_finished',
+};
+
 // Args builds a named-argument list: add(name, value, expr) appends `name => expr($n)` only
 // when value is not undefined.
 // unstorable says why PostgreSQL would refuse (NUL) or pg would silently change (a lone
@@ -188,34 +204,27 @@ export class Client {
 
   /**
    * jobs_enqueue_workflow: steps is an array of {name, kind, payload, queue, runAt, priority,
-   * maxAttempts, uniqueKey, concurrencyKey, meta, dependsOn (the names of earlier or later
-   * steps), onParentFailure, notifyFinished}; name and kind are required. The steps commit
-   * together and share one workflowId, the id of the first step. Returns {name: id}.
+   * maxAttempts, concurrencyKey, meta, dependsOn (the names of the steps it waits for),
+   * onParentFailure, notifyFinished}; name and kind are required. Any other field (a typo,
+   * or uniqueKey, which steps do not take) is a TypeError: jobs_enqueue_workflow would
+   * ignore it. The steps commit together and share one workflowId, the id of the first step
+   * inserted (parents are inserted before their children). Returns {name: id}.
    */
   async enqueueWorkflow(steps, { db } = {}) {
     if (!Array.isArray(steps)) throw new TypeError('skiplock: enqueueWorkflow needs an array of steps');
-    // NUL or a lone surrogate in a step's text would reach jsonb as an escape it refuses.
-    for (const s of steps) {
-      for (const f of ['name', 'kind', 'queue', 'uniqueKey', 'concurrencyKey']) {
-        const problem = typeof s?.[f] === 'string' ? unstorable(s[f]) : null;
-        if (problem) throw new InvalidArgumentError(`skiplock: steps: ${f} ${problem}`, 'steps');
+    const spec = steps.map((s, i) => {
+      const step = {};
+      for (const [f, v] of Object.entries(s ?? {})) {
+        if (!Object.hasOwn(STEP_FIELDS, f)) {
+          throw new TypeError(`skiplock: enqueueWorkflow: step ${i} has ${f}, which is not a step field (${Object.keys(STEP_FIELDS).join(', ')})`);
+        }
+        // NUL or a lone surrogate would reach jsonb as an escape it refuses.
+        const problem = typeof v === 'string' ? unstorable(v) : null;
+        if (problem) throw new InvalidArgumentError(`skiplock: steps: step ${i}'s ${f} ${problem}`, 'steps');
+        step[STEP_FIELDS[f]] = v;
       }
-    }
-    const spec = steps.map((s) => ({
-      name: s.name,
-      kind: s.kind,
-      payload: s.payload,
-      queue: s.queue,
-      run_at: s.runAt,
-      priority: s.priority,
-      max_attempts: s.maxAttempts,
-      unique_key: s.uniqueKey,
-      concurrency_key: s.concurrencyKey,
-      meta: s.meta,
-      depends_on: s.dependsOn,
-      on_parent_failure: s.onParentFailure,
-      notify_finished: s.notifyFinished,
-    }));
+      return step;
+    });
     const res = await this.call('jobs_enqueue_workflow',
       'SELECT name, id FROM jobs_enqueue_workflow(steps => $1::jsonb)', [JSON.stringify(spec)], db);
     return Object.fromEntries(res.rows.map((r) => [r.name, toId(r.id)]));
@@ -283,12 +292,12 @@ export class Client {
   }
 
   /**
-   * jobs_progress: records progress (anything JSON can hold; undefined is null) for the held
+   * jobs_progress: records progress (anything JSON can hold; undefined clears it) for the held
    * job, shown by get. true when recorded, false when the caller no longer holds the job.
    */
   async progress(id, attempt, progress, { db } = {}) {
     const a = new Args().add('id', id).add('attempt', attempt)
-      .add('progress', json(progress) ?? 'null', (n) => `$${n}::jsonb`);
+      .add('progress', json(progress) ?? null, (n) => `$${n}::jsonb`);
     const res = await this.call('jobs_progress', `SELECT jobs_progress(${a}) AS ok`, a.values, db);
     return res.rows[0].ok;
   }

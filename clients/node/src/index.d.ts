@@ -67,7 +67,6 @@ export interface WorkflowStep {
   runAt?: Date;
   priority?: number;
   maxAttempts?: number;
-  uniqueKey?: string;
   concurrencyKey?: string;
   meta?: unknown;
   /** The names of the steps it waits for. */
@@ -114,7 +113,10 @@ export class Job<Payload = any> {
    * ISO string). Throws JobNotHeldError when the job is no longer held.
    */
   step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
-  /** Records the job's progress (jobs_progress). Throws JobNotHeldError when no longer held. */
+  /**
+   * Records the job's progress (jobs_progress; undefined clears it). Throws JobNotHeldError
+   * when no longer held.
+   */
   progress(value: unknown): Promise<void>;
 }
 
@@ -184,6 +186,7 @@ export class Client {
   complete(id: number, attempt: number, opts?: { result?: unknown }, options?: DbOption): Promise<boolean>;
   completeMany(ids: number[], attempts: number[], opts?: { results?: (unknown)[] }, options?: DbOption): Promise<number[]>;
   checkpoint(id: number, attempt: number, step: string, value: unknown, options?: DbOption): Promise<boolean>;
+  /** undefined clears the progress. */
   progress(id: number, attempt: number, progress: unknown, options?: DbOption): Promise<boolean>;
   /** The job's new state, or null when no longer held. */
   fail(id: number, attempt: number, error: string | Error, opts?: { retryAt?: Date }, options?: DbOption): Promise<'queued' | 'dead' | null>;

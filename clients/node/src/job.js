@@ -55,9 +55,9 @@ export class Job {
   }
 
   /**
-   * Records `value` (anything JSON can hold) as the job's progress with jobs_progress, for
-   * Client.get and the jobs_list view to show. Throws JobNotHeldError when the job is no
-   * longer held.
+   * Records `value` (anything JSON can hold; undefined clears it) as the job's progress with
+   * jobs_progress, for Client.get and jobs_list to show. Throws JobNotHeldError when the job
+   * is no longer held.
    */
   async progress(value) {
     if (!(await this.#client.progress(this.id, this.attempt, value))) {
