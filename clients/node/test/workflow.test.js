@@ -199,7 +199,8 @@ test('results: a handler\'s return value, batched, and complete, completeMany an
 test('a result refused in a batch fails only its own job', async (t) => {
   const client = newClient(t);
   const queue = queueName('big-result');
-  const [small, big, other] = await client.enqueueMany(['small', 'big', 'other'].map((kind) => ({ kind, queue, maxAttempts: 1 })));
+  const [small, big, other, nul] = await client.enqueueMany(['small', 'big', 'other', 'nul']
+    .map((kind) => ({ kind, queue, maxAttempts: 1 })));
   const batches = [];
   const completeMany = client.completeMany.bind(client);
   client.completeMany = (i, a, opts, db) => { batches.push(i.length); return completeMany(i, a, opts, db); };
@@ -208,18 +209,44 @@ test('a result refused in a batch fails only its own job', async (t) => {
     small: async () => 'small',
     big: async () => 'x'.repeat(1_100_000), // over the 1 MB a result may take
     other: async () => ({ fine: true }),
-  }, { queues: { [queue]: 3 }, completeBatchDelay: 200, logger });
+    nul: async () => 'a\0b', // JSON's \u0000, which jsonb refuses (22P05)
+  }, { queues: { [queue]: 4 }, completeBatchDelay: 200, logger });
   const b = await finalState(client, big, ['dead']);
+  const n = await finalState(client, nul, ['dead']);
   await finalState(client, small, ['done']);
   await finalState(client, other, ['done']);
   await worker.stop();
-  assert.equal(batches[0], 3, `batches: ${batches}`);
-  assert.match(b.lastError, /result was refused/);
+  assert.equal(batches[0], 4, `batches: ${batches}`);
+  assert.match(b.lastError, /result was refused: .*result/);
+  assert.match(n.lastError, /result was refused/);
   assert.equal(b.result, null);
   assert.equal((await client.result(small)).result, 'small');
   assert.deepEqual((await client.result(other)).result, { fine: true });
   assert.equal(worker.stats.completed, 2);
-  assert.equal(worker.stats.failed, 1);
+  assert.equal(worker.stats.failed, 2);
+});
+
+test('complete(db, result) stores the result with the handler\'s own transaction', async (t) => {
+  const client = newClient(t);
+  const queue = queueName('intx-result');
+  const id = await client.enqueue('k', {}, { queue });
+  const worker = startWorker(t, client, queue, {
+    k: async (job, { complete }) => {
+      const db = await client.pool.connect();
+      try {
+        await db.query('BEGIN');
+        assert.equal(await complete(db, { inTx: job.id }), true);
+        await db.query('COMMIT');
+      } finally {
+        db.release();
+      }
+      return 'returned after complete: not stored';
+    },
+  });
+  await finalState(client, id, ['done']);
+  await worker.stop();
+  assert.deepEqual((await client.result(id)).result, { inTx: id });
+  assert.equal(worker.stats.completed, 1);
 });
 
 test('wait returns the result of a job a worker finished, woken by jobs_finished', async (t) => {
