@@ -394,6 +394,12 @@ export class Client {
    * timeout. Throws UnknownJobError when no job has the id.
    */
   async wait(id, { timeout = -1, pollInterval = WAIT_POLL_INTERVAL_DEFAULT } = {}) {
+    if (typeof timeout !== 'number' || Number.isNaN(timeout)) {
+      throw new RangeError('skiplock: wait options.timeout must be a number of ms (-1 for none)');
+    }
+    if (typeof pollInterval !== 'number' || !(pollInterval > 0)) {
+      throw new RangeError('skiplock: wait options.pollInterval must be a positive number of ms');
+    }
     const deadline = timeout >= 0 ? Date.now() + timeout : Infinity;
     const conn = new pg.Client({ ...this.pool.options });
     let notified = false;

@@ -304,6 +304,8 @@ test('wait times out with WaitTimeoutError for an unfinished job, and throws Unk
   assert.ok(took >= 300 && took < 3000, `wait gave up after ${took} ms`);
   assert.equal((await client.get(id)).state, 'queued');
   await assert.rejects(client.wait(987654321, { timeout: 1000 }), (err) => err instanceof UnknownJobError && err.id === 987654321);
+  await assert.rejects(client.wait(id, { pollInterval: 0 }), /options\.pollInterval must be a positive number/);
+  await assert.rejects(client.wait(id, { timeout: '5s' }), /options\.timeout must be a number/);
   // Each wait ended its own connection.
   await waitFor('the wait connections closed', async () => (await conn.query(
     "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = 'LISTEN jobs_finished' AND datname = current_database()")).rows[0].n === 0);
