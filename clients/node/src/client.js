@@ -3,7 +3,14 @@
 // (documented in docs/sql-api.md) apply.
 
 import pg from 'pg';
-import { InvalidArgumentError, wrapError } from './errors.js';
+import { InvalidArgumentError, UnknownJobError, WaitTimeoutError, wrapError } from './errors.js';
+import { Job, toId } from './job.js';
+
+/** How often Client.wait reads the job's state when no notification came. */
+export const WAIT_POLL_INTERVAL_DEFAULT = 1000;
+
+// The states jobs_result reports for a job that will not run again by itself.
+const FINISHED = ['done', 'dead', 'cancelled'];
 
 // Interval arguments are given in milliseconds.
 const interval = (n) => `make_interval(secs => $${n}::float8 / 1000)`;
@@ -23,23 +30,27 @@ export function storableText(text) {
 // errorText is the text recorded for error: an Error's stack (or its string), else error.
 const errorText = (error) => storableText(error instanceof Error ? (error.stack ?? String(error)) : error);
 
-const toId = (v) => (v === null || v === undefined ? v : Number(v));
+// json is value's JSON text for a jsonb parameter; undefined (not sent) for undefined.
+const json = (value) => (value === undefined ? undefined : JSON.stringify(value));
 
-function jobFromRow(r) {
-  return {
-    id: toId(r.id),
-    queue: r.queue,
-    kind: r.kind,
-    payload: r.payload,
-    attempt: r.attempt,
-    maxAttempts: r.max_attempts,
-    priority: r.priority,
-    runAt: r.run_at,
-    leaseExpiresAt: r.lease_expires_at,
-    createdAt: r.created_at,
-    meta: r.meta ?? null,
-  };
-}
+// The keys of enqueue's options that jobs_enqueue_many has no arguments for.
+const SINGLE_ONLY = ['dependsOn', 'onParentFailure', 'notifyFinished'];
+
+// A workflow step's fields and their names in jobs_enqueue_workflow's steps.
+const STEP_FIELDS = {
+  name: 'name',
+  kind: 'kind',
+  payload: 'payload',
+  queue: 'queue',
+  runAt: 'run_at',
+  priority: 'priority',
+  maxAttempts: 'max_attempts',
+  concurrencyKey: 'concurrency_key',
+  meta: 'meta',
+  dependsOn: 'depends_on',
+  onParentFailure: 'on_parent_failure',
+  notifyFinished: 'notify_finished',
+};
 
 // Args builds a named-argument list: add(name, value, expr) appends `name => expr($n)` only
 // when value is not undefined.
@@ -60,6 +71,14 @@ function checkStorable(name, value) {
   for (const [param, v] of items) {
     const problem = typeof v === 'string' ? unstorable(v) : null;
     if (problem) throw new InvalidArgumentError(`skiplock: ${param} ${problem}`, param);
+  }
+}
+
+// noDbIn throws when opts holds db: complete and completeMany once took {db} as their third
+// argument, and a call written so would silently run outside the caller's transaction.
+function noDbIn(method, opts) {
+  if (opts && Object.hasOwn(opts, 'db')) {
+    throw new TypeError(`skiplock: ${method}'s options come before {db}: ${method}(..., {}, { db })`);
   }
 }
 
@@ -125,7 +144,11 @@ export class Client {
 
   /**
    * jobs_enqueue. opts: queue, runAt (Date), delay (ms from the database's now(), instead of
-   * runAt), priority, maxAttempts, uniqueKey, concurrencyKey, meta. Returns the job's id.
+   * runAt), priority, maxAttempts, uniqueKey, concurrencyKey, meta, dependsOn (the ids of the
+   * parent jobs: the job waits until they are all done), onParentFailure ('cancel', the SQL
+   * default, or 'run': what becomes of the job when a parent goes dead or is cancelled),
+   * notifyFinished (NOTIFY jobs_finished when the job is done, dead or cancelled, for
+   * wait). Returns the job's id.
    */
   async enqueue(kind, payload, opts = {}, { db } = {}) {
     const a = new Args()
@@ -138,7 +161,10 @@ export class Client {
       .add('max_attempts', opts.maxAttempts)
       .add('unique_key', opts.uniqueKey)
       .add('concurrency_key', opts.concurrencyKey)
-      .add('meta', opts.meta === undefined ? undefined : JSON.stringify(opts.meta), (n) => `$${n}::jsonb`);
+      .add('meta', opts.meta === undefined ? undefined : JSON.stringify(opts.meta), (n) => `$${n}::jsonb`)
+      .add('depends_on', opts.dependsOn, (n) => `$${n}::bigint[]`)
+      .add('on_parent_failure', opts.onParentFailure)
+      .add('notify_finished', opts.notifyFinished);
     const res = await this.call('jobs_enqueue', `SELECT jobs_enqueue(${a}) AS id`, a.values, db);
     return toId(res.rows[0].id);
   }
@@ -146,9 +172,15 @@ export class Client {
   /**
    * jobs_enqueue_many: jobs is an array of {kind, payload, queue, runAt, priority, maxAttempts,
    * uniqueKey, concurrencyKey, meta}. A field no job sets is not sent; a field some jobs set
-   * gets the SQL default for the others. Returns the ids in input order.
+   * gets the SQL default for the others. Returns the ids in input order. jobs_enqueue_many
+   * takes no dependsOn, onParentFailure or notifyFinished: a job with one is a TypeError
+   * (use enqueue or enqueueWorkflow).
    */
   async enqueueMany(jobs, { db } = {}) {
+    const single = jobs.flatMap((j) => SINGLE_ONLY.filter((f) => j[f] !== undefined));
+    if (single.length > 0) {
+      throw new TypeError(`skiplock: enqueueMany cannot set ${single[0]} (jobs_enqueue_many has no such argument); use enqueue or enqueueWorkflow`);
+    }
     const col = (f, dflt) => (jobs.some((j) => j[f] !== undefined) ? jobs.map((j) => j[f] ?? dflt) : undefined);
     const json = (f, dflt) => {
       const c = col(f, dflt);
@@ -171,9 +203,45 @@ export class Client {
   }
 
   /**
+   * jobs_enqueue_workflow: steps is an array of {name, kind, payload, queue, runAt, priority,
+   * maxAttempts, concurrencyKey, meta, dependsOn (the names of the steps it waits for),
+   * onParentFailure, notifyFinished}; name and kind are required. Any other field (a typo,
+   * or uniqueKey, which steps do not take) is a TypeError: jobs_enqueue_workflow would
+   * ignore it. The steps commit together and share one workflowId, the id of the first step
+   * inserted (parents are inserted before their children). Returns {name: id}.
+   */
+  async enqueueWorkflow(steps, { db } = {}) {
+    if (!Array.isArray(steps)) throw new TypeError('skiplock: enqueueWorkflow needs an array of steps');
+    const spec = steps.map((s, i) => {
+      const step = {};
+      for (const [f, v] of Object.entries(s ?? {})) {
+        if (!Object.hasOwn(STEP_FIELDS, f)) {
+          throw new TypeError(`skiplock: enqueueWorkflow: step ${i} has ${f}, which is not a step field (${Object.keys(STEP_FIELDS).join(', ')})`);
+        }
+        // NUL or a lone surrogate would reach jsonb as an escape it refuses.
+        const problem = typeof v === 'string' ? unstorable(v) : null;
+        if (problem) throw new InvalidArgumentError(`skiplock: steps: step ${i}'s ${f} ${problem}`, 'steps');
+        step[STEP_FIELDS[f]] = v;
+      }
+      return step;
+    });
+    const res = await this.call('jobs_enqueue_workflow',
+      'SELECT name, id FROM jobs_enqueue_workflow(steps => $1::jsonb)', [JSON.stringify(spec)], db);
+    return Object.fromEntries(res.rows.map((r) => [r.name, toId(r.id)]));
+  }
+
+  /** jobs_cancel_workflow: cancels the workflow's jobs not yet finished; returns how many. */
+  async cancelWorkflow(workflowId, { db } = {}) {
+    const res = await this.call('jobs_cancel_workflow', 'SELECT jobs_cancel_workflow(workflow_id => $1) AS n',
+      [workflowId], db);
+    return res.rows[0].n;
+  }
+
+  /**
    * jobs_claim: {worker (required), maxJobs, queues (array), lease (ms)}. Returns the claimed
-   * jobs: {id, queue, kind, payload, attempt, maxAttempts, priority, runAt, leaseExpiresAt,
-   * createdAt, meta}.
+   * jobs, each a Job (src/job.js): {id, queue, kind, payload, attempt, maxAttempts, priority,
+   * runAt, leaseExpiresAt, createdAt, meta, parentResults, checkpoints} with step and
+   * progress.
    */
   async claim({ worker, maxJobs, queues, lease } = {}, { db } = {}) {
     const a = new Args()
@@ -182,20 +250,56 @@ export class Client {
       .add('queues', queues, (n) => `$${n}::text[]`)
       .add('lease', lease, interval);
     const res = await this.call('jobs_claim', `SELECT * FROM jobs_claim(${a})`, a.values, db);
-    return res.rows.map(jobFromRow);
+    return res.rows.map((r) => new Job(this, r));
   }
 
-  /** jobs_complete: true when completed, false when the caller no longer holds the job. */
-  async complete(id, attempt, { db } = {}) {
-    const res = await this.call('jobs_complete', 'SELECT jobs_complete(id => $1, attempt => $2) AS ok', [id, attempt], db);
+  /**
+   * jobs_complete: opts.result (anything JSON can hold; undefined stores none) becomes the
+   * job's result, for jobs_result, wait and its children's parentResults. true when completed,
+   * false when the caller no longer holds the job.
+   */
+  async complete(id, attempt, opts = {}, { db } = {}) {
+    noDbIn('complete', opts);
+    const a = new Args().add('id', id).add('attempt', attempt).add('result', json(opts.result), (n) => `$${n}::jsonb`);
+    const res = await this.call('jobs_complete', `SELECT jobs_complete(${a}) AS ok`, a.values, db);
     return res.rows[0].ok;
   }
 
-  /** jobs_complete_many: returns the ids completed; a pair no longer held is missing. */
-  async completeMany(ids, attempts, { db } = {}) {
-    const res = await this.call('jobs_complete_many',
-      'SELECT id FROM jobs_complete_many(ids => $1::bigint[], attempts => $2::int[]) AS id', [ids, attempts], db);
+  /**
+   * jobs_complete_many: opts.results, when given, holds each job's result in the order of ids
+   * (undefined for none). Returns the ids completed; a pair no longer held is missing.
+   */
+  async completeMany(ids, attempts, opts = {}, { db } = {}) {
+    noDbIn('completeMany', opts);
+    const results = opts.results?.some((r) => r !== undefined)
+      ? ids.map((_, i) => json(opts.results[i]) ?? null) : undefined;
+    const a = new Args().add('ids', ids, (n) => `$${n}::bigint[]`).add('attempts', attempts, (n) => `$${n}::int[]`)
+      .add('results', results, (n) => `$${n}::jsonb[]`);
+    const res = await this.call('jobs_complete_many', `SELECT id FROM jobs_complete_many(${a}) AS id`, a.values, db);
     return res.rows.map((r) => toId(r.id));
+  }
+
+  /**
+   * jobs_checkpoint: saves value (anything JSON can hold; undefined is saved as null) as step
+   * `step` of the held job, for job.step to find on a later attempt. true when saved, false
+   * when the caller no longer holds the job.
+   */
+  async checkpoint(id, attempt, step, value, { db } = {}) {
+    const a = new Args().add('id', id).add('attempt', attempt).add('step', step)
+      .add('value', json(value) ?? 'null', (n) => `$${n}::jsonb`);
+    const res = await this.call('jobs_checkpoint', `SELECT jobs_checkpoint(${a}) AS ok`, a.values, db);
+    return res.rows[0].ok;
+  }
+
+  /**
+   * jobs_progress: records progress (anything JSON can hold; undefined clears it) for the held
+   * job, shown by get. true when recorded, false when the caller no longer holds the job.
+   */
+  async progress(id, attempt, progress, { db } = {}) {
+    const a = new Args().add('id', id).add('attempt', attempt)
+      .add('progress', json(progress) ?? null, (n) => `$${n}::jsonb`);
+    const res = await this.call('jobs_progress', `SELECT jobs_progress(${a}) AS ok`, a.values, db);
+    return res.rows[0].ok;
   }
 
   /**
@@ -257,8 +361,8 @@ export class Client {
   }
 
   /**
-   * jobs_get: {state, attempts, maxAttempts, runAt, lastError, createdAt, finishedAt, meta},
-   * or null for an unknown id.
+   * jobs_get: {state, attempts, maxAttempts, runAt, lastError, createdAt, finishedAt, meta,
+   * result, progress, workflowId, dependsOn}, or null for an unknown id.
    */
   async get(id, { db } = {}) {
     const res = await this.call('jobs_get', 'SELECT * FROM jobs_get(id => $1)', [id], db);
@@ -267,7 +371,73 @@ export class Client {
     return {
       state: r.state, attempts: r.attempts, maxAttempts: r.max_attempts, runAt: r.run_at,
       lastError: r.last_error, createdAt: r.created_at, finishedAt: r.finished_at, meta: r.meta ?? null,
+      result: r.result ?? null, progress: r.progress ?? null, workflowId: toId(r.workflow_id) ?? null,
+      dependsOn: r.depends_on ? r.depends_on.map(Number) : null,
     };
+  }
+
+  /** jobs_result: {state, result, lastError} of the job, or null for an unknown id. */
+  async result(id, { db } = {}) {
+    const res = await this.call('jobs_result',
+      'SELECT state::text AS state, result, last_error FROM jobs_result(id => $1)', [id], db);
+    const r = res.rows[0];
+    return r ? { state: r.state, result: r.result ?? null, lastError: r.last_error } : null;
+  }
+
+  /**
+   * Waits until the job is done, dead or cancelled, and returns its jobs_result: {state,
+   * result, lastError}. It LISTENs on jobs_finished on a connection of its own (made with the
+   * pool's settings, ended before it returns), then reads jobs_result, and reads again on each
+   * notification naming the job or every opts.pollInterval ms (defaults to
+   * WAIT_POLL_INTERVAL_DEFAULT, 1 s): a job enqueued without notifyFinished is found by the
+   * poll. opts.timeout: ms to wait; throws WaitTimeoutError past it. Defaults to -1, no
+   * timeout. Throws UnknownJobError when no job has the id.
+   */
+  async wait(id, { timeout = -1, pollInterval = WAIT_POLL_INTERVAL_DEFAULT } = {}) {
+    if (typeof timeout !== 'number' || Number.isNaN(timeout)) {
+      throw new RangeError('skiplock: wait options.timeout must be a number of ms (-1 for none)');
+    }
+    if (typeof pollInterval !== 'number' || !(pollInterval > 0)) {
+      throw new RangeError('skiplock: wait options.pollInterval must be a positive number of ms');
+    }
+    const deadline = timeout >= 0 ? Date.now() + timeout : Infinity;
+    const conn = new pg.Client({ ...this.pool.options });
+    let notified = false;
+    let wake = null;
+    conn.on('notification', (msg) => {
+      if (msg.channel !== 'jobs_finished' || msg.payload !== String(id)) return;
+      notified = true;
+      wake?.();
+    });
+    // A lost connection: the next read fails with it.
+    conn.on('error', () => wake?.());
+    try {
+      try {
+        await conn.connect();
+        // Before the first read, so that a finish after it is never missed.
+        await conn.query('LISTEN jobs_finished');
+      } catch (err) {
+        throw wrapError('wait', err);
+      }
+      for (;;) {
+        notified = false;
+        const r = await this.result(id, { db: conn });
+        if (r === null) throw new UnknownJobError(id);
+        if (FINISHED.includes(r.state)) return r;
+        const left = deadline - Date.now();
+        if (left <= 0) throw new WaitTimeoutError(id, timeout);
+        if (notified) continue;
+        let timer;
+        await new Promise((resolve) => {
+          wake = resolve;
+          timer = setTimeout(resolve, Math.min(pollInterval, left));
+        });
+        clearTimeout(timer);
+        wake = null;
+      }
+    } finally {
+      await conn.end().catch(() => {});
+    }
   }
 
   /** jobs_stats: [{queue, state, jobs, oldestReadyAge}] (oldestReadyAge in ms or null). */

@@ -27,11 +27,37 @@ export class JobTimeoutError extends Error {
 /**
  * The reason a job's AbortSignal fires when the worker learnt that it no longer holds the job
  * (a heartbeat found it re-claimed, cancelled or finished): stop, another worker may run it.
+ * job.step and job.progress throw it when jobs_checkpoint or jobs_progress finds the job no
+ * longer held. `id` and `attempt` name the job and the attempt that lost it.
  */
 export class JobNotHeldError extends Error {
   constructor(id, attempt) {
     super(`job ${id} is no longer held at attempt ${attempt}`);
     this.name = 'JobNotHeldError';
+    this.id = id;
+    this.attempt = attempt;
+  }
+}
+
+/**
+ * Client.wait's error when the job has not finished (done, dead or cancelled) within the
+ * timeout: the job may still finish later. `id` and `timeoutMs` say which wait gave up.
+ */
+export class WaitTimeoutError extends Error {
+  constructor(id, timeoutMs) {
+    super(`job ${id} did not finish within ${timeoutMs} ms`);
+    this.name = 'WaitTimeoutError';
+    this.id = id;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** Client.wait's error when no job has the id (never enqueued, or pruned since it finished). */
+export class UnknownJobError extends Error {
+  constructor(id) {
+    super(`unknown job ${id}`);
+    this.name = 'UnknownJobError';
+    this.id = id;
   }
 }
 

@@ -7,8 +7,8 @@
 //     losing its connection (then wakes the fetch loop, since notifications were missed);
 //   - one promise per running job: the handler, given an AbortSignal that fires on timeout, on
 //     losing the job, and at the end of the shutdown grace period;
-//   - the completer: successes are completed in batches with jobs_complete_many, retrying
-//     connection errors until shutdown;
+//   - the completer: successes are completed in batches with jobs_complete_many, with the
+//     handlers' results, retrying connection errors until shutdown;
 //   - the heartbeat timer: jobs_heartbeat_many for every running job each heartbeatInterval,
 //     until its handler returns and its completion is recorded (also after its signal fired);
 //     a job missing from the answer is aborted with JobNotHeldError;
@@ -76,15 +76,19 @@ function within(promise, ms, what) {
  *
  * options:
  *   handlers          {kind: async (job, {signal, complete}) => result}. Required. A handler
- *                     that returns normally completes its job (in a batch); one that throws
- *                     fails it through jobs_fail with the error's stack. Returning or throwing
- *                     Snooze, Cancel or RetryAt snoozes, cancels or retries the job at a time.
- *                     `signal` fires on timeout (JobTimeoutError), when the job is lost
- *                     (JobNotHeldError) and at the end of the shutdown grace period
- *                     (ShutdownError). `complete(db)` calls jobs_complete on `db`, the pg
- *                     Client of the handler's own transaction, so the handler's writes and the
- *                     completion commit together; it returns false when the job is no longer
- *                     held (roll back then). A job of a kind without a handler is cancelled.
+ *                     that returns normally completes its job (in a batch), and what it
+ *                     returned (anything JSON can hold; undefined for none) becomes the job's
+ *                     result; one that throws fails it through jobs_fail with the error's
+ *                     stack. Returning or throwing Snooze, Cancel or RetryAt snoozes, cancels
+ *                     or retries the job at a time. `signal` fires on timeout
+ *                     (JobTimeoutError), when the job is lost (JobNotHeldError) and at the end
+ *                     of the shutdown grace period (ShutdownError). `complete(db, result)`
+ *                     calls jobs_complete on `db`, the pg Client of the handler's own
+ *                     transaction, so the handler's writes and the completion (with result)
+ *                     commit together; it returns false when the job is no longer held (roll
+ *                     back then), and what the handler returns after it is not stored. A job
+ *                     (src/job.js) has step and progress; a JobNotHeldError they throw ends
+ *                     the run as lost. A job of a kind without a handler is cancelled.
  *   queues            {name: slots}: the queues to work and how many jobs of each may run at
  *                     once. Defaults to {default: 10}.
  *   name              the worker's name in lease_holder. Defaults to host:pid:random.
@@ -352,8 +356,8 @@ export class Worker {
     if (this.timeout > 0) {
       timer = setTimeout(() => controller.abort(new JobTimeoutError(this.timeout)), this.timeout);
     }
-    const complete = async (db) => {
-      const ok = await this.client.complete(job.id, job.attempt, { db });
+    const complete = async (db, result) => {
+      const ok = await this.client.complete(job.id, job.attempt, { result }, { db });
       if (ok) ex.completedInTx = true;
       return ok;
     };
@@ -392,7 +396,19 @@ export class Worker {
     if (error === null && (result instanceof Cancel || result instanceof RetryAt)) error = result;
     if (error === null && ex.completedInTx) return this.emit('completed', job, 'done');
     if (reason instanceof JobNotHeldError) return this.fenced(job, 'run', reason);
-    if (error === null) return this.enqueueCompletion(ex);
+    // job.step or job.progress found the job lost: there is nothing to record.
+    if (error instanceof JobNotHeldError && error.id === job.id && error.attempt === job.attempt) {
+      return this.fenced(job, 'run', error);
+    }
+    if (error === null) {
+      // A result JSON cannot hold fails the attempt here, not the batch it would be sent in.
+      try {
+        JSON.stringify(result);
+        return this.enqueueCompletion(ex, result);
+      } catch (err) {
+        error = new Error(`the handler's result cannot be stored as JSON: ${err?.message ?? err}`, { cause: err });
+      }
+    }
     if (reason instanceof ShutdownError) {
       // Interrupted, not failed: release it without spending an attempt.
       return this.held(job, 'snoozed', 'queued',
@@ -408,7 +424,12 @@ export class Worker {
     }
     let text = thrownText(error);
     if (reason instanceof JobTimeoutError && error !== reason) text = `${reason.message}\n${text}`;
-    const retryAt = error instanceof RetryAt ? error.at : undefined;
+    return this.failed(job, error, text, error instanceof RetryAt ? error.at : undefined);
+  }
+
+  // failed records a failed attempt of job with jobs_fail: error (what the handler threw),
+  // text (what to store), retryAt (a Date, or undefined for jobs_backoff's delay).
+  async failed(job, error, text, retryAt) {
     const state = await this.outcome('jobs_fail', job, () => this.client.fail(job.id, job.attempt, text, { retryAt }));
     if (state === null) return this.fenced(job, 'fail', error);
     this.stats.failed += 1;
@@ -473,9 +494,9 @@ export class Worker {
   // The completer: successes wait up to completeBatchDelay ms (or until completeBatchSize of
   // them) and are completed with one jobs_complete_many. The job's slot stays busy until its
   // completion is recorded, so shutdown and slot counts see it.
-  enqueueCompletion(ex) {
+  enqueueCompletion(ex, result) {
     return new Promise((resolve) => {
-      this.pending.push({ ex, resolve });
+      this.pending.push({ ex, result, resolve });
       if (this.pending.length >= this.completeBatchSize) this.flush();
       else if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), this.completeBatchDelay);
     });
@@ -494,13 +515,17 @@ export class Worker {
 
   // A failed batch changed nothing (one statement) and its jobs are done: a connection error
   // is retried until the final flush of shutdown (the jobs keep heartbeating meanwhile, since
-  // they stay in this.running), which makes one last bounded attempt.
+  // they stay in this.running), which makes one last bounded attempt. A batch with results
+  // refused otherwise (a result over jobs_complete's limit, or holding text jsonb refuses)
+  // is completed job by job, so that only the job whose result was refused fails.
   async completeBatch(batch) {
+    const results = batch.some((b) => b.result !== undefined) ? { results: batch.map((b) => b.result) } : {};
     let done;
     try {
       done = new Set(await this.retrying('jobs_complete_many', `jobs_complete_many of ${batch.length} jobs`,
-        () => this.client.completeMany(batch.map((b) => b.ex.job.id), batch.map((b) => b.ex.job.attempt))));
+        () => this.client.completeMany(batch.map((b) => b.ex.job.id), batch.map((b) => b.ex.job.attempt), results)));
     } catch (err) {
+      if (results.results && !retryable(err)) return this.completeEach(batch, err);
       this.logError(`complete (${batch.length} jobs run again after their lease expires)`, err);
       for (const { resolve } of batch) resolve();
       return;
@@ -508,6 +533,32 @@ export class Worker {
     for (const { ex, resolve } of batch) {
       if (done.has(ex.job.id)) this.emit('completed', ex.job, 'done');
       else this.fenced(ex.job, 'complete', null);
+      resolve();
+    }
+  }
+
+  // completeEach completes the jobs of a batch refused with error one by one with
+  // jobs_complete: a job whose result is refused with a data exception (SQLSTATE class 22)
+  // fails its attempt with jobs_fail, saying why; any other error leaves the job to run again
+  // after its lease expires.
+  async completeEach(batch, error) {
+    this.logger.warn?.(`skiplock: jobs_complete_many of ${batch.length} jobs with results failed; completing them one by one: ${error?.message ?? error}`);
+    for (const { ex, result, resolve } of batch) {
+      const { job } = ex;
+      try {
+        const ok = await this.retrying('jobs_complete', `jobs_complete of job ${job.id}`,
+          () => this.client.complete(job.id, job.attempt, { result }));
+        if (ok) this.emit('completed', job, 'done');
+        else this.fenced(job, 'complete', null);
+      } catch (err) {
+        if (typeof err?.code === 'string' && err.code.startsWith('22')) {
+          const refused = new Error(`the handler's result was refused: ${err.message}`, { cause: err });
+          await this.failed(job, refused, thrownText(refused), undefined)
+            .catch((e) => this.logError(`record the outcome of job ${job.id}`, e));
+        } else {
+          this.logError(`complete job ${job.id} (it runs again after its lease expires)`, err);
+        }
+      }
       resolve();
     }
   }
