@@ -394,7 +394,8 @@ class Client:
         """Waits until the job has finished (done, dead or cancelled) and returns its
         jobs_result row, {"state", "result", "last_error"}.
 
-        On a connection of its own (``connect``), it LISTENs on jobs_finished before its
+        On a connection of its own (``connect``: the client needs a conninfo, as a Worker
+        does), it LISTENs on jobs_finished before its
         first read of jobs_result, so no finish is missed; then it reads again at each
         notification naming the job, or every ``poll_interval`` (default 1 s) for a job
         enqueued without ``notify_finished``, whose end is not announced. ``timeout``

@@ -132,8 +132,8 @@ def test_wait_returns_result_of_job_finished_by_worker(client, queue):
     w = worker(client, {"add": add}, queue).start()
     try:
         assert started.wait(10)
-        threading.Timer(0.3, release.set).start()  # finishes while wait waits
         t0 = time.monotonic()
+        threading.Timer(0.3, release.set).start()  # finishes while wait waits
         # A poll interval of a minute: only the notification can end the wait in time.
         got = client.wait(job_id, timeout=30, poll_interval=60)
         elapsed = time.monotonic() - t0
@@ -141,7 +141,7 @@ def test_wait_returns_result_of_job_finished_by_worker(client, queue):
         release.set()
         w.stop(wait=True)
     assert got == {"state": "done", "result": {"sum": 5}, "last_error": None}
-    assert 0.2 < elapsed < 10
+    assert 0.3 <= elapsed < 10
 
 
 def test_wait_returns_dead_and_polls_for_unannounced_ends(client, queue):
