@@ -3,14 +3,17 @@
 The queue's rules live in skiplock's SQL functions; ``Client`` is one method per
 function and ``Worker`` is the worker loop of the Go driver (LISTEN plus poll,
 claims sized to free slots, batched completion, heartbeats, fencing, per-job
-timeouts and graceful shutdown). See README.md beside this package.
+timeouts and graceful shutdown), which records a handler's return value as
+its job's result. Workflows: enqueue's depends_on, enqueue_workflow,
+Client.wait, Job.step and Job.progress. See README.md beside this package.
 """
 
 from .client import Client, Job
-from .errors import InvalidArgument, SkiplockError
+from .errors import InvalidArgument, JobNotHeld, SkiplockError, UnknownJob, WaitTimeout
 from .results import Cancel, RetryAt, Snooze
 
-__all__ = ["Client", "Job", "InvalidArgument", "SkiplockError", "Snooze", "Cancel", "RetryAt"]
+__all__ = ["Client", "Job", "InvalidArgument", "JobNotHeld", "SkiplockError", "UnknownJob", "WaitTimeout",
+           "Snooze", "Cancel", "RetryAt"]
 
 from .worker import Worker, WorkerStats  # noqa: E402
 

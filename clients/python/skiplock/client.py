@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import re
+import select
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from .errors import InvalidArgument, translate
+from .errors import InvalidArgument, JobNotHeld, UnknownJob, WaitTimeout, translate
 
 Lease = timedelta | str
+
+# How often Client.wait reads jobs_result when no notification comes (the contract's 1 s).
+WAIT_POLL_INTERVAL_DEFAULT = timedelta(seconds=1)
+# The states jobs_result reports for a job that will not run again by itself.
+FINISHED_STATES = frozenset({"done", "dead", "cancelled"})
 
 
 @dataclass
@@ -27,6 +34,12 @@ class Job:
     timeout passed, the job was lost (a heartbeat found it no longer held) or
     shutdown's grace period ran out. Python cannot interrupt a thread, so a
     long handler should check it (``job.cancelled.wait(0)`` or ``is_set()``).
+
+    ``parent_results`` holds the results of the jobs this one depended on
+    (``depends_on``), decoded from JSON: a dict keyed by the parent's step name
+    in a workflow (``enqueue_workflow``), else by the parent's id as a string;
+    None for a job without parents. ``checkpoints`` is the dict of values its
+    earlier attempts saved with ``step`` ({} when none).
     """
 
     id: int
@@ -40,7 +53,28 @@ class Job:
     attempt: int
     lease_expires_at: datetime
     meta: Any = None
+    parent_results: Any = None
+    checkpoints: dict = field(default_factory=dict)
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    # The client that claimed the job, for step and progress.
+    _client: "Client | None" = field(default=None, repr=False, compare=False)
+
+    def step(self, name: str, fn: Callable[[], Any], *, conn: psycopg.Connection | None = None) -> Any:
+        """Runs ``fn()`` once across the job's attempts: Client.step with this job and the
+        client that claimed it. Raises JobNotHeld when the job is no longer held."""
+        return self._claimer("step").step(self, name, fn, conn=conn)
+
+    def progress(self, value: Any, *, conn: psycopg.Connection | None = None) -> None:
+        """Records ``value`` (JSON) as the job's progress (jobs_progress), shown by
+        Client.get and jobs_list; each call replaces the last. Raises JobNotHeld when the
+        job is no longer held, and then nothing was recorded."""
+        if not self._claimer("progress").progress(self.id, self.attempt, value, conn=conn):
+            raise JobNotHeld(self.id, self.attempt, "progress")
+
+    def _claimer(self, what: str) -> "Client":
+        if self._client is None:
+            raise RuntimeError(f"Job.{what}: the job was not claimed by a Client; call Client.{what} instead")
+        return self._client
 
 
 # A lone surrogate: what Python decodes an undecodable byte to (errors="surrogateescape", as
@@ -80,7 +114,7 @@ def _check_storable(function: str, args: Sequence["_Arg"]) -> None:
                 raise InvalidArgument(name, f"{function}: {name} {problem}")
 
 
-_JOB_FIELDS = frozenset(f for f in Job.__dataclass_fields__ if f != "cancelled")
+_JOB_FIELDS = frozenset(f for f in Job.__dataclass_fields__ if f not in ("cancelled", "_client"))
 
 
 class _Arg:
@@ -95,7 +129,28 @@ class _Arg:
 
 
 def _jsonb(value: Any) -> Any:
-    return None if value is None else Jsonb(value)
+    """value as a jsonb parameter; None (SQL NULL, not sent) stays None, and a value already
+    wrapped (the worker's pre-encoded results) is sent as it is."""
+    if value is None or isinstance(value, Jsonb):
+        return value
+    return Jsonb(value)
+
+
+def _seconds(value: timedelta | float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return float(value)
+
+
+def _workflow_step(step: Any) -> Any:
+    """A step of enqueue_workflow as JSON: a datetime run_at becomes ISO 8601 text (which
+    the SQL reads as timestamptz, a naive one in the session's time zone, as enqueue's
+    run_at); everything else is sent as given, for the SQL to judge."""
+    if isinstance(step, Mapping) and isinstance(step.get("run_at"), datetime):
+        step = {**step, "run_at": step["run_at"].isoformat()}
+    return step
 
 
 class _ConnCache:
@@ -242,10 +297,19 @@ class Client:
                 run_at: datetime | None = None, delay: timedelta | None = None,
                 priority: int | None = None, max_attempts: int | None = None,
                 unique_key: str | None = None, concurrency_key: str | None = None,
-                meta: dict | None = None, conn: psycopg.Connection | None = None) -> int:
+                meta: dict | None = None, depends_on: Sequence[int] | None = None,
+                on_parent_failure: str | None = None, notify_finished: bool | None = None,
+                conn: psycopg.Connection | None = None) -> int:
         """jobs_enqueue: adds one job and returns its id (or, with a unique_key a live
         job holds, that job's id). ``delay`` is run_at = now() + delay, counted by the
-        server's clock; give run_at or delay, not both."""
+        server's clock; give run_at or delay, not both.
+
+        ``depends_on`` lists the ids of parent jobs: the job waits (state 'waiting')
+        until all are done, and its handler gets their results as ``job.parent_results``.
+        ``on_parent_failure`` says what happens when a parent ends dead or cancelled:
+        'cancel' (the SQL default) cancels this job too, 'run' runs it anyway. With
+        ``notify_finished`` True, the job's end (done, dead or cancelled) is announced on
+        the jobs_finished channel, which ``wait`` listens to. Defaults to False."""
         if run_at is not None and delay is not None:
             raise ValueError("enqueue: give run_at or delay, not both")
         args = [
@@ -259,6 +323,9 @@ class Client:
             _Arg("unique_key", unique_key, "text"),
             _Arg("concurrency_key", concurrency_key, "text"),
             _Arg("meta", _jsonb(meta), "jsonb"),
+            _Arg("depends_on", None if depends_on is None else list(depends_on), "bigint[]"),
+            _Arg("on_parent_failure", on_parent_failure, "text"),
+            _Arg("notify_finished", notify_finished, "boolean"),
         ]
         return self._call("jobs_enqueue", args, conn, scalar=True, many=False)
 
@@ -284,10 +351,87 @@ class Client:
         ]
         return self._call("jobs_enqueue_many", args, conn, scalar=True, many=True)
 
+    def enqueue_workflow(self, steps: Sequence[Mapping[str, Any]], *,
+                         conn: psycopg.Connection | None = None) -> dict[str, int]:
+        """jobs_enqueue_workflow: adds the steps of a workflow in one statement and returns
+        {step name: job id} in the order the function returned them.
+
+        Each step is a dict with "name" and "kind" (required) and any of "payload",
+        "queue", "priority", "max_attempts", "run_at" (a datetime, or ISO 8601 text),
+        "concurrency_key", "meta", "notify_finished", "on_parent_failure" and
+        "depends_on", a list of the names of other steps; a step's handler gets its
+        parents' results keyed by their names. Parents are inserted before their children,
+        and every step's workflow_id (Client.get) is the id of the first one inserted;
+        cancel_workflow takes it. A bad step, or a cycle, raises InvalidArgument naming
+        "steps", and adds nothing."""
+        arg = _Arg("steps", Jsonb([_workflow_step(s) for s in steps]), "jsonb")
+        rows = self._call("jobs_enqueue_workflow", [arg], conn, scalar=False, many=True)
+        return {r["name"]: r["id"] for r in rows}
+
+    def cancel_workflow(self, workflow_id: int, *, conn: psycopg.Connection | None = None) -> int:
+        """jobs_cancel_workflow: cancels every unfinished job of the workflow (running
+        ones too: their holders' results are then refused) and returns how many."""
+        args = [_Arg("workflow_id", workflow_id, "bigint")]
+        return self._call("jobs_cancel_workflow", args, conn, scalar=True, many=False)
+
     def get(self, id: int, *, conn: psycopg.Connection | None = None) -> dict | None:
         """jobs_get: the job's state, attempts, max_attempts, run_at, last_error,
-        created_at, finished_at and meta as a dict; None for an unknown or pruned id."""
+        created_at, finished_at, meta, result, progress, workflow_id and depends_on as
+        a dict; None for an unknown or pruned id."""
         return self._call("jobs_get", [_Arg("id", id, "bigint")], conn, scalar=False, many=False)
+
+    def result(self, id: int, *, conn: psycopg.Connection | None = None) -> dict | None:
+        """jobs_result: {"state", "result", "last_error"} of the job, whether or not it
+        has finished (result is None until it is done, and when its handler returned
+        None); None for an unknown or pruned id."""
+        row = self._call("jobs_result", [_Arg("id", id, "bigint")], conn, scalar=False, many=False)
+        if row is not None:
+            row["state"] = str(row["state"])
+        return row
+
+    def wait(self, id: int, *, timeout: timedelta | float | None = None,
+             poll_interval: timedelta | float = WAIT_POLL_INTERVAL_DEFAULT) -> dict:
+        """Waits until the job has finished (done, dead or cancelled) and returns its
+        jobs_result row, {"state", "result", "last_error"}.
+
+        On a connection of its own (``connect``: the client needs a conninfo, as a Worker
+        does), it LISTENs on jobs_finished before its
+        first read of jobs_result, so no finish is missed; then it reads again at each
+        notification naming the job, or every ``poll_interval`` (default 1 s) for a job
+        enqueued without ``notify_finished``, whose end is not announced. ``timeout``
+        (seconds or a timedelta) bounds the wait; None, the default, waits without limit.
+        Raises WaitTimeout when the timeout passes first (the job may still finish) and
+        UnknownJob when no job has the id."""
+        limit = _seconds(timeout)
+        poll = _seconds(poll_interval)
+        if limit is not None and limit < 0:
+            raise ValueError("wait: timeout must not be negative")
+        if poll is None or poll <= 0:
+            raise ValueError("wait: poll_interval must be positive")
+        deadline = None if limit is None else time.monotonic() + limit
+        key = str(id)
+        notified = threading.Event()
+
+        def on_notify(n: psycopg.Notify) -> None:
+            if n.channel == "jobs_finished" and n.payload == key:
+                notified.set()
+
+        with self.connect(autocommit=True) as listener:
+            # Notifications psycopg reads while a query runs go to the handler; those read
+            # while waiting, by _await_notification.
+            listener.add_notify_handler(on_notify)
+            listener.execute("LISTEN jobs_finished")
+            while True:
+                notified.clear()
+                row = self.result(id, conn=listener)
+                if row is None:
+                    raise UnknownJob(id)
+                if row["state"] in FINISHED_STATES:
+                    return row
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise WaitTimeout(id, limit, row["state"])
+                _await_notification(listener, on_notify, notified, poll if left is None else min(poll, left))
 
     # -- workers ----------------------------------------------------------
 
@@ -302,20 +446,72 @@ class Client:
         ]
         rows = self._call("jobs_claim", args, conn, scalar=False, many=True)
         # Only the columns Job knows, so a later skiplock that adds one breaks nothing.
-        return [Job(**{k: v for k, v in row.items() if k in _JOB_FIELDS}) for row in rows]
+        jobs = []
+        for row in rows:
+            fields = {k: v for k, v in row.items() if k in _JOB_FIELDS}
+            fields["checkpoints"] = fields.get("checkpoints") or {}
+            jobs.append(Job(**fields, _client=self))
+        return jobs
 
-    def complete(self, id: int, attempt: int, *, conn: psycopg.Connection | None = None) -> bool:
-        """jobs_complete: True when the job was running at that attempt and is now done;
-        False when it was no longer held (fenced), and nothing changed."""
-        args = [_Arg("id", id, "bigint"), _Arg("attempt", attempt, "integer")]
+    def complete(self, id: int, attempt: int, result: Any = None, *,
+                 conn: psycopg.Connection | None = None) -> bool:
+        """jobs_complete: True when the job was running at that attempt and is now done,
+        with ``result`` (JSON; None records no result) as its result; False when it was
+        no longer held (fenced), and nothing changed."""
+        args = [_Arg("id", id, "bigint"), _Arg("attempt", attempt, "integer"), _Arg("result", _jsonb(result), "jsonb")]
         return bool(self._call("jobs_complete", args, conn, scalar=True, many=False))
 
-    def complete_many(self, ids: Sequence[int], attempts: Sequence[int], *,
+    def complete_many(self, ids: Sequence[int], attempts: Sequence[int], results: Sequence[Any] | None = None, *,
                       conn: psycopg.Connection | None = None) -> list[int]:
         """jobs_complete_many: completes the (id, attempt) pairs still held and returns
-        their ids; an id missing from the result was no longer held."""
-        args = [_Arg("ids", list(ids), "bigint[]"), _Arg("attempts", list(attempts), "integer[]")]
+        their ids; an id missing from the result was no longer held. ``results`` is None
+        (no job gets a result) or as long as ids, None for a job without one."""
+        args = [
+            _Arg("ids", list(ids), "bigint[]"),
+            _Arg("attempts", list(attempts), "integer[]"),
+            _Arg("results", None if results is None else [_jsonb(r) for r in results], "jsonb[]"),
+        ]
         return self._call("jobs_complete_many", args, conn, scalar=True, many=True)
+
+    def checkpoint(self, id: int, attempt: int, step: str, value: Any, *,
+                   conn: psycopg.Connection | None = None) -> bool:
+        """jobs_checkpoint: saves ``value`` (JSON; None is saved as JSON null) under
+        ``step`` in the job's checkpoints, which later attempts get as
+        ``job.checkpoints``. False when the job is no longer held, and nothing was saved."""
+        args = [
+            _Arg("id", id, "bigint"),
+            _Arg("attempt", attempt, "integer"),
+            _Arg("step", step, "text"),
+            _Arg("value", Jsonb(value), "jsonb"),
+        ]
+        return bool(self._call("jobs_checkpoint", args, conn, scalar=True, many=False))
+
+    def step(self, job: Job, name: str, fn: Callable[[], Any], *,
+             conn: psycopg.Connection | None = None) -> Any:
+        """Runs ``fn()`` at most once across the job's attempts, as long as it returns:
+        when an earlier attempt saved a value under ``name`` (``job.checkpoints``), returns
+        that value without calling fn; else calls fn, saves what it returns with
+        jobs_checkpoint, remembers it in ``job.checkpoints`` and returns it.
+
+        The value must be JSON; a retry gets it back as JSON decodes it (a tuple comes
+        back a list). Raises JobNotHeld, without saving, when the job is no longer held
+        at ``job.attempt``: fn has then run for nothing. An exception from fn saves nothing,
+        so the next attempt calls fn again. With ``conn``, the value is saved in the
+        caller's transaction, so fn's own writes there commit with it, or neither."""
+        if name in job.checkpoints:
+            return job.checkpoints[name]
+        value = fn()
+        if not self.checkpoint(job.id, job.attempt, name, value, conn=conn):
+            raise JobNotHeld(job.id, job.attempt, f"step {name!r}")
+        job.checkpoints[name] = value
+        return value
+
+    def progress(self, id: int, attempt: int, progress: Any, *,
+                 conn: psycopg.Connection | None = None) -> bool:
+        """jobs_progress: records ``progress`` (JSON; None is JSON null) as the running job's
+        progress, replacing the last; False when the job is no longer held."""
+        args = [_Arg("id", id, "bigint"), _Arg("attempt", attempt, "integer"), _Arg("progress", Jsonb(progress), "jsonb")]
+        return bool(self._call("jobs_progress", args, conn, scalar=True, many=False))
 
     def fail(self, id: int, attempt: int, error: str, *, retry_at: datetime | None = None,
              conn: psycopg.Connection | None = None) -> str | None:
@@ -392,3 +588,24 @@ class Client:
     def maintain(self, max_jobs: int | None = None, *, conn: psycopg.Connection | None = None) -> dict:
         """jobs_maintain: one bounded round of housekeeping (expired leases, retention)."""
         return self._call("jobs_maintain", [_Arg("max_jobs", max_jobs, "integer")], conn, scalar=False, many=False)
+
+
+def _await_notification(conn: psycopg.Connection, on_notify: Callable[[psycopg.Notify], None],
+                        notified: threading.Event, seconds: float) -> None:
+    """Waits up to ``seconds`` on the idle listening connection until ``notified`` is set,
+    passing each notification that arrives to on_notify (psycopg only dispatches those it
+    reads during a query)."""
+    pg = conn.pgconn
+    end = time.monotonic() + seconds
+    while not notified.is_set():
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        ready, _, _ = select.select([conn.fileno()], [], [], left)
+        if not ready:
+            return
+        pg.consume_input()
+        if pg.status != psycopg.pq.ConnStatus.OK:
+            raise psycopg.OperationalError("wait: the listening connection was lost")
+        while (n := pg.notifies()) is not None:
+            on_notify(psycopg.Notify(n.relname.decode(), n.extra.decode(), n.be_pid))

@@ -12,6 +12,7 @@ lost lease, shutdown) from ``job.cancelled``, a threading.Event.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import queue as queuelib
@@ -26,8 +27,10 @@ from datetime import timedelta
 from typing import Any, Callable, Mapping
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from .client import Client, Job, _unstorable, storable_text
+from .errors import InvalidArgument
 from .results import Cancel, RetryAt, Snooze
 
 log = logging.getLogger("skiplock.worker")
@@ -116,11 +119,14 @@ class _Execution:
 class Worker:
     """Runs handlers for claimed jobs until stopped.
 
-    ``handlers`` maps a job kind to a function taking the Job. It returns
-    None to complete the job (batched through jobs_complete_many), or returns
-    or raises Snooze, Cancel or RetryAt; any other exception fails the job with
-    its traceback as the error (jobs_fail; retried after jobs_backoff until the
-    attempts run out). ``queues`` maps a queue name to its slots, the most of
+    ``handlers`` maps a job kind to a function taking the Job. What it returns
+    completes the job (batched through jobs_complete_many) with that value as the
+    job's result (JSON; None records no result), unless it returns or raises
+    Snooze, Cancel or RetryAt; any other exception, or a result that is not JSON,
+    fails the job with its traceback as the error (jobs_fail; retried after
+    jobs_backoff until the attempts run out). A result the database refuses (over
+    its size limit) fails the job with the database's message, and holds up no
+    other job of its batch. ``queues`` maps a queue name to its slots, the most of
     its jobs run at once (default {"default": SLOTS_DEFAULT}).
 
     Durations accept a timedelta or seconds. ``timeout`` bounds one handler's
@@ -231,19 +237,20 @@ class Worker:
         if wait and ran:
             self._stopped.wait()
 
-    def complete_tx(self, job: Job, conn: psycopg.Connection) -> bool:
+    def complete_tx(self, job: Job, conn: psycopg.Connection, result: Any = None) -> bool:
         """Completes the job inside the caller's transaction, so its effects and the
-        completion commit together (exactly-once effects). Returns False when the job
-        is no longer this worker's: then roll back. The worker then does not complete
-        the job again; if the caller's transaction rolls back anyway, the job's lease
-        lapses and it is run again."""
+        completion commit together (exactly-once effects), with ``result`` (JSON; None
+        records none) as its result. Returns False when the job is no longer this
+        worker's: then roll back. The worker then does not complete the job again, and
+        what the handler returns later is ignored; if the caller's transaction rolls
+        back anyway, the job's lease lapses and it is run again."""
         ex = self._running.get(job.id)
         if ex is None or ex.job.attempt != job.attempt or not ex.settle():
             self.stats.add("fenced")
             log.warning("skiplock: job %d attempt %d is no longer held; not completing it", job.id, job.attempt)
             return False
         try:
-            ok = self.client.complete(job.id, job.attempt, conn=conn)
+            ok = self.client.complete(job.id, job.attempt, result, conn=conn)
         except BaseException:
             with ex.lock:
                 ex.settled = False  # nothing was recorded: the handler's outcome decides
@@ -323,6 +330,8 @@ class Worker:
                 if handler is None:
                     raise LookupError(f"skiplock: no handler for kind {job.kind!r}")
                 result = handler(job)
+                if not isinstance(result, (Snooze, Cancel, RetryAt)):
+                    result = _Success(_encode_result(result))
             except (Snooze, Cancel, RetryAt) as r:
                 result = r
             except BaseException:
@@ -360,7 +369,7 @@ class Worker:
             else:
                 with self._lock:
                     self._completing[job.id] = job
-                self._completions.put(job)
+                self._completions.put((job, result.result))
         except Exception:
             log.exception("skiplock: recording the outcome of job %d failed; its lease will lapse and it will run again",
                           job.id)
@@ -513,28 +522,57 @@ class Worker:
         for i in range(0, len(batch), self.complete_batch_size):
             self._flush(batch[i:i + self.complete_batch_size])
 
-    def _flush(self, batch: list[Job]) -> None:
-        """Completes one batch. A failed batch changed nothing (one statement) and its jobs
-        are done, so a connection error (a server restart, a lost connection) is retried,
-        the jobs heartbeating meanwhile, until shutdown closes the helpers; then one last
-        attempt is made. Any other error drops the batch: its jobs run again after their
-        lease expires."""
+    def _flush(self, batch: list[tuple[Job, Jsonb | None]]) -> None:
+        """Completes one batch of (job, result). A failed batch changed nothing (one
+        statement) and its jobs are done, so a connection error (a server restart, a lost
+        connection) is retried, the jobs heartbeating meanwhile, until shutdown closes the
+        helpers; then one last attempt is made. A result the database refuses (a data
+        error, SQLSTATE class 22: over the size limit) fails the whole statement, so the
+        batch is then completed job by job (_complete_one). Any other error drops the
+        batch: its jobs run again after their lease expires."""
         if not batch:
             return
+        jobs = [job for job, _ in batch]
+        results = [result for _, result in batch]
+        # results only when some job has one: a batch without any sends what it always did.
+        kw = {"results": results} if any(r is not None for r in results) else {}
         try:
             try:
                 done = set(self._retrying(f"jobs_complete_many of {len(batch)} jobs",
-                                          lambda: self.client.complete_many([j.id for j in batch], [j.attempt for j in batch])))
-            except Exception:
+                                          lambda: self.client.complete_many([j.id for j in jobs], [j.attempt for j in jobs], **kw)))
+            except Exception as e:
+                if _refused_data(e):
+                    for job, result in batch:
+                        self._complete_one(job, result)
+                    return
                 log.exception("skiplock: jobs_complete_many of %d jobs failed; they run again after their lease expires",
                               len(batch))
                 return
-            for job in batch:
+            for job in jobs:
                 self._record("completed", job, job.id in done)
         finally:
             with self._lock:
-                for job in batch:
+                for job in jobs:
                     self._completing.pop(job.id, None)
+
+    def _complete_one(self, job: Job, result: Jsonb | None) -> None:
+        """Completes one job of a batch the database refused: with jobs_complete, or, when
+        its own result is what was refused, fails it with the database's message (fenced
+        jobs_fail), as a handler's exception would."""
+        try:
+            try:
+                held = self._retrying(f"jobs_complete of job {job.id}",
+                                      lambda: self.client.complete(job.id, job.attempt, result))
+                self._record("completed", job, held)
+            except Exception as e:
+                if not _refused_data(e):
+                    raise
+                log.warning("skiplock: the result of job %d was refused; failing the attempt: %s", job.id, e)
+                error = f"skiplock: the job's result was refused: {e}"
+                self._record("failed", job, self._outcome("jobs_fail", job,
+                             lambda: self.client.fail(job.id, job.attempt, error)) is not None)
+        except Exception:
+            log.exception("skiplock: completing job %d failed; it runs again after its lease expires", job.id)
 
     def _maintain_loop(self) -> None:
         refused = False
@@ -591,6 +629,40 @@ def _retryable(err: BaseException) -> bool:
     if not code:
         return isinstance(err, psycopg.OperationalError)
     return code[:2] in ("08", "53") or code in ("57P01", "57P02", "57P03", "40001", "40P01")
+
+
+def _refused_data(err: BaseException) -> bool:
+    """Whether the database refused a value sent to it (SQLSTATE class 22, data exception:
+    a result over jobs_complete's size limit is 22023, which the client raises as
+    InvalidArgument)."""
+    if isinstance(err, InvalidArgument):
+        return True
+    return (getattr(err, "sqlstate", None) or "").startswith("22")
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def _encode_result(value: Any) -> Jsonb | None:
+    """A handler's return value as the jsonb the worker completes its job with, encoded in
+    the handler's thread: a value that is not JSON (an object json cannot encode, NaN or an
+    infinity, which PostgreSQL refuses) then fails its own job with a traceback, not the
+    completion batch it would have joined. None is no result."""
+    if value is None:
+        return None
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"skiplock: the handler's return value, the job's result, must be JSON: {e}") from e
+    return Jsonb(text, dumps=_identity)
+
+
+class _Success:
+    """A handler's return value: the job is done, with this result (None: no result)."""
+
+    def __init__(self, result: Jsonb | None):
+        self.result = result
 
 
 class _Release:
