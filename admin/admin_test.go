@@ -134,3 +134,44 @@ func TestWriteMetricsTextEscapes(t *testing.T) {
 		t.Fatalf("WriteMetricsText wrote\n%q\nwant\n%q", b.String(), want)
 	}
 }
+
+// TestMetricsCountWaitingJobs: jobs waiting for a parent are counted per queue and in the
+// totals, leave the count when released, and show as skiplock_queue_waiting_jobs.
+func TestMetricsCountWaitingJobs(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewTestDB(t)
+	a := admin.New(db.Conn, nil)
+	parent := pgtest.QueryOne[int64](t, db.Conn, "SELECT jobs_enqueue('p', queue => 'a')")
+	pgtest.MustExec(t, db.Conn, `SELECT jobs_enqueue('c', queue => 'b', depends_on => ARRAY[$1::bigint]),
+		jobs_enqueue('c', queue => 'b', depends_on => ARRAY[$1::bigint])`, parent)
+	waiting := func() (map[string]int64, int64) {
+		t.Helper()
+		queues, total, err := a.Metrics(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := map[string]int64{}
+		for _, q := range queues {
+			by[*q.Queue] = q.Waiting
+		}
+		return by, total.Waiting
+	}
+	if by, total := waiting(); by["b"] != 2 || by["a"] != 0 || total != 2 {
+		t.Fatalf("waiting = %v, total %d; want 2 in queue b", by, total)
+	}
+	var text strings.Builder
+	queues, total, err := a.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.WriteMetricsText(&text, admin.MetricFamilies(queues, total)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), `skiplock_queue_waiting_jobs{queue="b"} 2`) {
+		t.Fatalf("exposition lacks the waiting gauge:\n%s", text.String())
+	}
+	pgtest.MustExec(t, db.Conn, "SELECT jobs_complete(id, attempt) FROM jobs_claim('w', queues => ARRAY['a'])")
+	if by, total := waiting(); by["b"] != 0 || total != 0 {
+		t.Fatalf("waiting after the parent is done = %v, total %d; want none", by, total)
+	}
+}

@@ -32,6 +32,8 @@ type MetricDef struct {
 
 // MetricDefs lists the metric families, in the order they are exposed.
 var MetricDefs = []MetricDef{
+	{"skiplock_queue_waiting_jobs", "Jobs waiting for a parent to finish (jobs_metrics().waiting).", Gauge, true,
+		func(m *QueueMetrics) (float64, bool) { return float64(m.Waiting), true }},
 	{"skiplock_queue_ready_jobs", "Queued jobs due now (jobs_metrics().ready).", Gauge, true,
 		func(m *QueueMetrics) (float64, bool) { return float64(m.Ready), true }},
 	{"skiplock_queue_scheduled_jobs", "Queued jobs due later (jobs_metrics().scheduled).", Gauge, true,

@@ -19,6 +19,8 @@ type QueueMetrics struct {
 	RunningExpired int64   `json:"running_expired"`
 	Dead           int64   `json:"dead"`
 	Cancelled      int64   `json:"cancelled"`
+	// Waiting counts the jobs waiting for a parent (depends_on) to finish.
+	Waiting int64 `json:"waiting"`
 	// DoneEstimate is the planner's estimate of done jobs; nil before the first ANALYZE.
 	DoneEstimate *int64 `json:"done_estimate"`
 	// OldestReadyAgeS is the age of the oldest ready job in seconds; nil when none is ready.
@@ -39,7 +41,7 @@ type QueueMetrics struct {
 const metricsSQL = `SELECT queue, coalesce(ready, 0), coalesce(scheduled, 0), coalesce(running, 0),
     coalesce(running_expired, 0), coalesce(dead, 0), coalesce(cancelled, 0), done_estimate, oldest_ready_age_s,
     jobs_created_total, coalesce(paused, false), max_running, per_key, max_starts, per::text,
-    extract(epoch FROM per)::float8
+    extract(epoch FROM per)::float8, coalesce(waiting, 0)
 FROM %s()`
 
 // Metrics calls jobs_metrics: the queues in name order, and the totals row (every queue's
@@ -54,7 +56,7 @@ func (c *Client) Metrics(ctx context.Context) (queues []QueueMetrics, total Queu
 		var m QueueMetrics
 		err := r.Scan(&m.Queue, &m.Ready, &m.Scheduled, &m.Running, &m.RunningExpired, &m.Dead, &m.Cancelled,
 			&m.DoneEstimate, &m.OldestReadyAgeS, &m.JobsCreatedTotal, &m.Paused, &m.MaxRunning, &m.PerKey,
-			&m.MaxStarts, &m.Per, &m.PerS)
+			&m.MaxStarts, &m.Per, &m.PerS, &m.Waiting)
 		return m, err
 	})
 	if err != nil {

@@ -185,6 +185,7 @@ CREATE INDEX jobs_dependencies_child_idx ON jobs_dependencies (child_id);
 
 ALTER TYPE jobs_claimed ADD ATTRIBUTE parent_results jsonb, ADD ATTRIBUTE checkpoints jsonb;
 ALTER TYPE jobs_listed ADD ATTRIBUTE progress jsonb, ADD ATTRIBUTE workflow_id bigint;
+ALTER TYPE jobs_queue_metrics ADD ATTRIBUTE waiting bigint;
 
 -- Signatures that change (new arguments or result columns).
 DROP FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean);
