@@ -14,27 +14,34 @@ import (
 	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
-// readmeBlock returns the body of the first ```lang block after the heading.
+// readmeBlock returns the body of the first ```lang block after the heading in README.md.
 func readmeBlock(t *testing.T, heading, lang string) string {
 	t.Helper()
-	readme, err := os.ReadFile("README.md")
+	return docBlock(t, "README.md", heading, lang)
+}
+
+// docBlock returns the body of the first ```lang block after the heading in the Markdown
+// file at path.
+func docBlock(t *testing.T, path, heading, lang string) string {
+	t.Helper()
+	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(readme)
+	s := string(doc)
 	i := strings.Index(s, "\n"+heading+"\n")
 	if i < 0 {
-		t.Fatalf("README.md has no heading %q", heading)
+		t.Fatalf("%s has no heading %q", path, heading)
 	}
 	open := "```" + lang + "\n"
 	b := strings.Index(s[i:], open)
 	if b < 0 {
-		t.Fatalf("README.md has no %s block after %q", open, heading)
+		t.Fatalf("%s has no %s block after %q", path, open, heading)
 	}
 	b += i + len(open)
 	e := strings.Index(s[b:], "```\n")
 	if e < 0 {
-		t.Fatalf("README.md: unterminated block after %q", heading)
+		t.Fatalf("%s: unterminated block after %q", path, heading)
 	}
 	return s[b : b+e]
 }
