@@ -25,7 +25,7 @@ async function finalState(client, id, wanted) {
   });
 }
 
-test('a child of 3 parents waits for them all and gets their results', async (t) => {
+test('fan_in_child_gets_parent_results', async (t) => {
   const client = newClient(t);
   const queue = queueName('fanin');
   const parents = await Promise.all([1, 2, 3].map((n) => client.enqueue('part', { n }, { queue })));
@@ -288,7 +288,7 @@ test('wait finds a job enqueued without notifyFinished by its poll, and reports 
   assert.equal((await client.wait(cancelled, { timeout: 1000 })).state, 'cancelled');
 });
 
-test('wait times out with WaitTimeoutError for an unfinished job, and throws UnknownJobError for an unknown id', async (t) => {
+test('wait_times_out_with_typed_error', async (t) => {
   const client = newClient(t);
   const conn = await newConn(t);
   const queue = queueName('wait-timeout');
@@ -311,7 +311,7 @@ test('wait times out with WaitTimeoutError for an unfinished job, and throws Unk
     "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = 'LISTEN jobs_finished' AND datname = current_database()")).rows[0].n === 0);
 });
 
-test('step runs its function once across a retry and gives back the saved value', async (t) => {
+test('step_runs_once_across_attempts', async (t) => {
   const client = newClient(t);
   const queue = queueName('step');
   const id = await client.enqueue('charge', { amount: 5 }, { queue, maxAttempts: 3 });

@@ -159,7 +159,7 @@ def test_wait_returns_dead_and_polls_for_unannounced_ends(client, queue):
     assert client.wait(quiet, timeout=10, poll_interval=0.05)["result"] == "ok"
 
 
-def test_wait_times_out_and_unknown_job(client, queue):
+def test_wait_times_out_with_typed_error(client, queue):
     job_id = client.enqueue("nobody", queue=queue, notify_finished=True)
     t0 = time.monotonic()
     with pytest.raises(skiplock.WaitTimeout) as e:
@@ -174,7 +174,7 @@ def test_wait_times_out_and_unknown_job(client, queue):
         client.wait(job_id, timeout=-1)
 
 
-def test_step_runs_once_across_a_retry(client, queue):
+def test_step_runs_once_across_attempts(client, queue):
     calls, seen = [], []
 
     def charge():
