@@ -38,8 +38,6 @@
 //	limit_slots      work_drain on a queue with max_running = -workers (ratio to work_drain)
 //	limit_half       work_drain on a queue with max_running = -workers/2 (ratio to work_drain)
 //	limit_per_key    work_drain of jobs over 100 concurrency keys, per_key 1 (ratio to work_drain)
-//	workflow         -workflows diamonds of 4 no-op jobs (a -> b, c -> d) enqueued with
-//	                 jobs_enqueue_workflow, then drained as work_drain (ratio to work_drain)
 //	held_xmin        steady while another session holds a REPEATABLE READ snapshot (ratio to steady)
 //	scale            work_drain with 1, 2 and 4 worker processes (this binary re-executed)
 //	naive            the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
@@ -56,6 +54,9 @@
 //	shards           opt-in: work_drain of N jobs spread over 1, 2 and 4 shards, each a throwaway
 //	                 cluster of its own, through one driver.ShardedClient with -workers slots per
 //	                 shard; reports the CPU per job of the clusters and of the bench; see shards.go
+//	workflow         opt-in: -workflows diamonds of 4 no-op jobs (a -> b, c -> d) enqueued with
+//	                 jobs_enqueue_workflow (untimed), then drained as work_drain (ratio to
+//	                 work_drain when it runs too)
 //
 // latency, steady, steady_rate and held_xmin measure a running system, not one starting
 // up: before their window each system (skiplock and every peer harness alike) runs the

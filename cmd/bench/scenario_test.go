@@ -126,7 +126,7 @@ func TestRatios(t *testing.T) {
 	jobsPerSec := map[string]float64{
 		"work_drain": 20000, "steady": 2000, "bloat": 19000, "held_xmin": 1000,
 		"scale_1p": 18000, "scale_2p": 27000, "scale_4p": 22500, "naive": 4000,
-		"limit_slots": 16000, "limit_half": 12000, "limit_per_key": 8000, "workflow": 15000,
+		"limit_slots": 16000, "limit_half": 12000, "limit_per_key": 8000,
 	}
 	var results []*result
 	byName := map[string]*result{}
@@ -155,7 +155,6 @@ func TestRatios(t *testing.T) {
 		{"bloat", "ratio_to_work_drain", 0.95, "0.95x work_drain"},
 		{"limit_slots", "ratio_to_work_drain", 0.8, "0.80x work_drain"},
 		{"limit_per_key", "ratio_to_work_drain", 0.4, "0.40x work_drain"},
-		{"workflow", "ratio_to_work_drain", 0.75, "0.75x work_drain"},
 		{"held_xmin", "ratio_to_steady", 0.5, "0.50x steady"},
 		{"scale_2p", "ratio_to_1p", 1.5, "1.50x scale_1p"},
 		{"scale_4p", "ratio_to_1p", 1.25, "1.25x scale_1p"},
@@ -178,9 +177,32 @@ func TestRatios(t *testing.T) {
 		names = append(names, l.Name)
 	}
 	want := []string{"work_drain / naive", "bloat / work_drain", "limit_slots / work_drain", "limit_half / work_drain",
-		"limit_per_key / work_drain", "workflow / work_drain", "held_xmin / steady", "scale 2p / 1p", "scale 4p / 1p"}
+		"limit_per_key / work_drain", "held_xmin / steady", "scale 2p / 1p", "scale 4p / 1p"}
 	if !slices.Equal(names, want) {
 		t.Errorf("ratio lines %q, want %q", names, want)
+	}
+
+	// An opt-in step's ratio to a step of the default set, when -scenarios names both.
+	both, err := parseFlags([]string{"-scenarios", "workflow,work_drain"}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"work_drain", "workflow"}; !slices.Equal(both.scenarios, want) {
+		t.Fatalf("scenarios = %v, want %v", both.scenarios, want)
+	}
+	optIn := map[string]*result{}
+	var optInResults []*result
+	for _, step := range both.scenarios {
+		res := &result{Result: benchresult.Result{Scenario: step, Jobs: map[string]int64{"work_drain": 20000, "workflow": 10000}[step], Seconds: 1}}
+		optInResults = append(optInResults, res)
+		optIn[step] = res
+		addRatioFields(scenarioNamed(step), res, optIn)
+	}
+	if got := field(optIn["workflow"], "ratio_to_work_drain"); got != 0.5 || !slices.Contains(optIn["workflow"].Notes, "0.50x work_drain") {
+		t.Errorf("workflow: ratio_to_work_drain = %v, notes %q; want 0.5 and 0.50x work_drain", got, optIn["workflow"].Notes)
+	}
+	if l := ratioLines(both, optInResults, optIn); len(l) != 1 || l[0].Name != "workflow / work_drain" {
+		t.Errorf("ratio lines of work_drain,workflow: %+v", l)
 	}
 
 	// A baseline that did not run, or ran at 0 jobs/s, gives no ratio rather than Inf.
