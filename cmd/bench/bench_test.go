@@ -100,6 +100,7 @@ func TestParseFlags(t *testing.T) {
 		{"BatchAboveSQLLimit", []string{"-batch", "100001"}, noEnv, "-batch must be between 1 and 100000"},
 		{"NegativeInterval", []string{"-latency-interval", "-1ms"}, noEnv, "-latency-interval cannot be negative"},
 		{"BadScaleProcs", []string{"-scale-procs", "1,x"}, noEnv, `-scale-procs: "x" is not an integer`},
+		{"NoWorkflows", []string{"-workflows", "0"}, noEnv, "-workflows must be between 1 and 1000000"},
 		{"PublicSchema", []string{"-schema", "public"}, noEnv, "would be dropped"},
 		{"CatalogSchema", []string{"-schema", "pg_catalog"}, noEnv, "would be dropped"},
 		{"UnknownPeer", []string{"-peers", "sidekiq"}, noEnv, `unknown peer "sidekiq"`},

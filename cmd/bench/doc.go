@@ -14,7 +14,8 @@
 // outside that schema is touched, except that Migrate creates skiplock's cluster-wide roles
 // (jobs_producer, jobs_worker, jobs_admin) when they are missing and it may.
 //
-// Jobs are enqueued with driver.Enqueue and driver.EnqueueMany and worked by a
+// Jobs are enqueued with driver.Enqueue and driver.EnqueueMany (the workflow scenario's
+// with jobs_enqueue_workflow, which the driver has no call for) and worked by a
 // driver.Client with -workers slots and every other setting at its default; the handler
 // does nothing but record when it started. The scale scenario re-executes this binary as
 // its worker processes (environment SKIPLOCK_BENCH_WORKER_MODE=1).
@@ -53,6 +54,9 @@
 //	shards           opt-in: work_drain of N jobs spread over 1, 2 and 4 shards, each a throwaway
 //	                 cluster of its own, through one driver.ShardedClient with -workers slots per
 //	                 shard; reports the CPU per job of the clusters and of the bench; see shards.go
+//	workflow         opt-in: -workflows diamonds of 4 no-op jobs (a -> b, c -> d) enqueued with
+//	                 jobs_enqueue_workflow (untimed), then drained as work_drain (ratio to
+//	                 work_drain when it runs too)
 //
 // latency, steady, steady_rate and held_xmin measure a running system, not one starting
 // up: before their window each system (skiplock and every peer harness alike) runs the
@@ -60,9 +64,10 @@
 // is empty. A fresh PostgreSQL backend's first call of each function compiles and plans it,
 // which on cold connections stalled the first half second of the window.
 //
-// The ratios at the end (work_drain to naive, bloat and the limit_* drains to work_drain,
-// held_xmin to steady, scale, shards) are the numbers to compare across machines: both sides ran in the same run on
-// the same server, so load from elsewhere affects them alike.
+// The ratios at the end (work_drain to naive, bloat, the limit_* drains and workflow to
+// work_drain, held_xmin to steady, scale, shards) are the numbers to compare across
+// machines: both sides ran in the same run on the same server, so load from elsewhere
+// affects them alike.
 //
 // # Peers
 //
@@ -81,10 +86,10 @@
 //
 // # What a job costs the server
 //
-// Every drain without preloaded finished jobs (work_drain, work_drain_1000, limit_*), of
-// skiplock and of each peer, reports the database server's CPU time per job (its
-// postmaster and every child, from /proc; the throwaway server only) and the WAL bytes per
-// job (pg_current_wal_insert_lsn), from the workers' start until they have stopped, plus
+// Every drain without preloaded finished jobs (work_drain, work_drain_1000, limit_*,
+// workflow), of skiplock and of each peer, reports the database server's CPU time per job
+// (its postmaster and every child, from /proc; the throwaway server only) and the WAL bytes
+// per job (pg_current_wal_insert_lsn), from the workers' start until they have stopped, plus
 // the work each system leaves for later, run at once and measured the same way: the prune
 // of the finished jobs it keeps, in its own cleaner's batches (skiplock's jobs_prune 10,000
 // at a time; River's JobCleaner query, 10,000 at a time; graphile-worker keeps none), and a

@@ -71,6 +71,37 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 			}
 		}()
 	}
+	res, err := r.drain(ctx, pool, name, slots, n, int64(preloadDone))
+	if err != nil {
+		return nil, err
+	}
+	if preloadDone > 0 {
+		res.Add("finished_jobs_in_table", preloadDone)
+		res.note("%d done jobs in the table", preloadDone)
+	}
+	if limits != nil {
+		if limits.maxRunning > 0 {
+			res.Add("max_running", limits.maxRunning)
+			res.note("max_running %d", limits.maxRunning)
+		}
+		if limits.perKey > 0 {
+			res.Add("per_key", limits.perKey)
+			res.Add("concurrency_keys", limits.keys)
+			res.note("per_key %d over %d keys", limits.perKey, limits.keys)
+		}
+	}
+	res.Add("workers", slots) // over the run's -workers among the common fields
+	res.note("%d slots", slots)
+	return res, nil
+}
+
+// drain is the timed part of a drain, once its n jobs are in the table beside preloadDone
+// finished ones: the table analyzed and checkpointed, then a client with slots worker slots
+// (and the settings of startWorkers) started; time from starting it to the last completion
+// committed. It checks that every job is done and, without preloaded jobs, measures what the
+// jobs cost the server, the deferred prune and vacuum included. The caller adds its own
+// fields, then "workers".
+func (r *runner) drain(ctx context.Context, pool *pgxpool.Pool, name string, slots int, n, preloadDone int64) (*result, error) {
 	if err := settle(ctx, pool, "jobs"); err != nil {
 		return nil, err
 	}
@@ -82,6 +113,7 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 	}
 	var meter *costMeter
 	var began costMark
+	var err error
 	if preloadDone == 0 { // the deferred prune would take the preloaded jobs too
 		if meter, err = r.e.newCostMeter(ctx); err != nil {
 			return nil, err
@@ -117,8 +149,8 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 	if err != nil {
 		return nil, err
 	}
-	if done != n+int64(preloadDone) {
-		return nil, fmt.Errorf("expected %d done jobs, found %d", n+int64(preloadDone), done)
+	if done != n+preloadDone {
+		return nil, fmt.Errorf("expected %d done jobs, found %d", n+preloadDone, done)
 	}
 	res := &result{Result: benchresult.Result{Scenario: name, Jobs: n, Seconds: elapsed.Seconds()}, Series: samples}
 	if meter != nil {
@@ -140,23 +172,6 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 	}
 	res.Add("timing", "workers started -> last completion committed (driver EventCompleted)")
 	res.Add("handled", prog.done.Load())
-	if preloadDone > 0 {
-		res.Add("finished_jobs_in_table", preloadDone)
-		res.note("%d done jobs in the table", preloadDone)
-	}
-	if limits != nil {
-		if limits.maxRunning > 0 {
-			res.Add("max_running", limits.maxRunning)
-			res.note("max_running %d", limits.maxRunning)
-		}
-		if limits.perKey > 0 {
-			res.Add("per_key", limits.perKey)
-			res.Add("concurrency_keys", limits.keys)
-			res.note("per_key %d over %d keys", limits.perKey, limits.keys)
-		}
-	}
-	res.Add("workers", slots) // over the run's -workers among the common fields
-	res.note("%d slots", slots)
 	return res, nil
 }
 

@@ -60,6 +60,7 @@ type config struct {
 	doneRetention     string // -done-retention: jobs_settings.done_retention after each install; "" keeps the default
 	chaos             chaosFlags
 	upgradeRows       int // -upgrade-rows: the jobs in the table of the upgrade scenario
+	workflows         int // -workflows: the diamonds of the workflow scenario
 }
 
 func main() {
@@ -142,6 +143,7 @@ func parseFlags(args []string, getenv func(string) string, errOut io.Writer) (*c
 		"run this SQL file in the benchmark's schema after each install, e.g. a candidate CREATE OR REPLACE FUNCTION, to measure a change before it becomes a migration")
 	cfg.chaos.register(fs)
 	registerUpgradeFlags(fs, cfg)
+	registerWorkflowFlags(fs, cfg)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -194,6 +196,7 @@ func (c *config) validate() error {
 		{c.retentionDuration > 0, fmt.Sprintf("-retention-duration must be positive, got %s", c.retentionDuration)},
 		{c.warmup >= 0, fmt.Sprintf("-warmup cannot be negative, got %s", c.warmup)},
 		{c.bloatRows >= 0, fmt.Sprintf("-bloat-rows cannot be negative, got %d", c.bloatRows)},
+		{c.workflows >= 1 && c.workflows <= 1000000, fmt.Sprintf("-workflows must be between 1 and 1000000, got %d", c.workflows)},
 		{c.naiveWorkers >= 1, fmt.Sprintf("-naive-workers must be at least 1, got %d", c.naiveWorkers)},
 		{c.rounds >= 1 && c.rounds <= 100, fmt.Sprintf("-rounds must be between 1 and 100, got %d", c.rounds)},
 		{c.rate >= 0 && !math.IsInf(c.rate, 0) && !math.IsNaN(c.rate), fmt.Sprintf("-rate cannot be negative, got %v", c.rate)},

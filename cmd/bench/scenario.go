@@ -229,6 +229,16 @@ var scenarios = []scenario{
 			means: "drain through more shards, all on this machine's CPUs",
 			label: func(step string) string { return "shards " + strings.TrimPrefix(step, "shards_") + " / 1" }},
 	},
+	{
+		name:  "workflow",
+		optIn: true,
+		doc: "opt-in: -workflows diamonds of 4 no-op jobs (a -> b, c -> d) enqueued with\n" +
+			"jobs_enqueue_workflow (untimed), then drained as work_drain (ratio to\n" +
+			"work_drain when it runs too)",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) { return r.workflowDrain(ctx) },
+		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
+			means: "drain of diamond workflows (each child released by its parents' completions) vs independent jobs"},
+	},
 }
 
 // allScenarios lists the scenarios a run without -scenarios runs, in run order: every

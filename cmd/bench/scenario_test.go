@@ -182,6 +182,29 @@ func TestRatios(t *testing.T) {
 		t.Errorf("ratio lines %q, want %q", names, want)
 	}
 
+	// An opt-in step's ratio to a step of the default set, when -scenarios names both.
+	both, err := parseFlags([]string{"-scenarios", "workflow,work_drain"}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"work_drain", "workflow"}; !slices.Equal(both.scenarios, want) {
+		t.Fatalf("scenarios = %v, want %v", both.scenarios, want)
+	}
+	optIn := map[string]*result{}
+	var optInResults []*result
+	for _, step := range both.scenarios {
+		res := &result{Result: benchresult.Result{Scenario: step, Jobs: map[string]int64{"work_drain": 20000, "workflow": 10000}[step], Seconds: 1}}
+		optInResults = append(optInResults, res)
+		optIn[step] = res
+		addRatioFields(scenarioNamed(step), res, optIn)
+	}
+	if got := field(optIn["workflow"], "ratio_to_work_drain"); got != 0.5 || !slices.Contains(optIn["workflow"].Notes, "0.50x work_drain") {
+		t.Errorf("workflow: ratio_to_work_drain = %v, notes %q; want 0.5 and 0.50x work_drain", got, optIn["workflow"].Notes)
+	}
+	if l := ratioLines(both, optInResults, optIn); len(l) != 1 || l[0].Name != "workflow / work_drain" {
+		t.Errorf("ratio lines of work_drain,workflow: %+v", l)
+	}
+
 	// A baseline that did not run, or ran at 0 jobs/s, gives no ratio rather than Inf.
 	zero := &result{Result: benchresult.Result{Scenario: "naive", Jobs: 0, Seconds: 1}}
 	addRatioFields(scenarioNamed("naive"), zero, map[string]*result{"work_drain": byName["work_drain"]})

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(shardWorkerEnv) != "" {
 		os.Exit(shardWorkerMain())
 	}
+	if os.Getenv(workflowWorkerEnv) != "" {
+		os.Exit(workflowWorkerMain())
+	}
 	pgtest.Main(m)
 }
 
