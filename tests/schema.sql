@@ -957,6 +957,7 @@ COMMENT ON FUNCTION skiplock._jobs_dependencies_release() IS 'skiplock (private)
 CREATE FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1057,6 +1058,7 @@ COMMENT ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) IS '
 CREATE FUNCTION skiplock._jobs_finished(ids bigint[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1167,6 +1169,7 @@ COMMENT ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) 
 CREATE FUNCTION skiplock._jobs_prunable(id bigint, workflow_id bigint, has_children boolean, cutoff timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE
     SET search_path TO 'skiplock', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
     SELECT (_jobs_prunable.workflow_id IS NULL
             OR NOT EXISTS (SELECT FROM jobs w
@@ -1208,12 +1211,33 @@ COMMENT ON FUNCTION skiplock._jobs_queued_sync() IS 'skiplock (private): trigger
 CREATE FUNCTION skiplock._jobs_revive(ids bigint[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
     v_ids bigint[] := _jobs_revive.ids;
 BEGIN
     WHILE cardinality(v_ids) > 0 LOOP
+        -- A child that another parent's end would cancel now stays cancelled, in that
+        -- parent's name: retrying that one brings it back.
+        UPDATE jobs c
+        SET cancelled_by = o.parent_id,
+            last_error = format('parent %s ended %s', o.parent_id, o.state)
+        FROM jobs_dependencies d,
+             LATERAL (SELECT d2.parent_id, p2.state
+                      FROM jobs_dependencies d2
+                      JOIN jobs p2 ON p2.id = d2.parent_id
+                      WHERE d2.child_id = d.child_id
+                        AND NOT d2.resolved
+                        AND d2.parent_id <> d.parent_id
+                        AND p2.state IN ('dead', 'cancelled')
+                      ORDER BY d2.parent_id
+                      LIMIT 1) AS o
+        WHERE d.parent_id = ANY (v_ids)
+          AND NOT d.resolved
+          AND c.id = d.child_id
+          AND c.cancelled_by = d.parent_id
+          AND c.state = 'cancelled';
         WITH revived AS (
             UPDATE jobs c
             SET state = 'waiting',
@@ -1495,6 +1519,7 @@ COMMENT ON FUNCTION skiplock.jobs_cancel_many(ids bigint[], queue text, kind tex
 CREATE FUNCTION skiplock.jobs_cancel_workflow(workflow_id bigint) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1508,9 +1533,19 @@ BEGIN
     v_open := ARRAY(SELECT j.id FROM jobs j
                     WHERE j.workflow_id = jobs_cancel_workflow.workflow_id
                       AND j.state NOT IN ('done', 'dead', 'cancelled'));
-    -- Every unfinished step in id order (parents first). A step's cancellation also cancels
-    -- its waiting children (the cascade), whose own jobs_cancel then returns false; a step a
-    -- cancelled parent released (on_parent_failure 'run') is queued when the loop reaches it.
+    -- Queued steps leave jobs_queued first (the order claims lock in), then every unfinished
+    -- step's row is locked in id order before any is cancelled: a step's cancellation locks
+    -- its children (the cascade), and a worker completing another step locks them too, after
+    -- its own step, which this call would otherwise wait for while holding them.
+    DELETE FROM jobs_queued q
+    USING jobs j
+    WHERE j.id = ANY (v_open)
+      AND j.state = 'queued'
+      AND (q.queue, q.priority, q.run_at, q.id) = (j.queue, j.priority, j.run_at, j.id);
+    PERFORM 1 FROM jobs j WHERE j.id = ANY (v_open) ORDER BY j.id FOR NO KEY UPDATE;
+    -- A step's cancellation also cancels its waiting children, whose own jobs_cancel then
+    -- returns false; a step a cancelled parent released (on_parent_failure 'run') is queued
+    -- when the loop reaches it.
     FOR v_id IN SELECT u FROM unnest(v_open) AS u ORDER BY u LOOP
         PERFORM jobs_cancel(v_id);
     END LOOP;
@@ -4405,6 +4440,7 @@ COMMENT ON FUNCTION skiplock.jobs_unschedule(name text) IS 'skiplock: deletes a 
 CREATE FUNCTION skiplock.jobs_workflow(workflow_id bigint) RETURNS TABLE(id bigint, workflow_step text, kind text, queue text, state skiplock.jobs_state, depends_on bigint[], attempts integer, max_attempts integer, last_error text, progress jsonb, finished_at timestamp with time zone)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN

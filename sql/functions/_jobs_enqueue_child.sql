@@ -38,6 +38,9 @@ CREATE OR REPLACE FUNCTION _jobs_enqueue_child(
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- Every statement finds its jobs by id (jobs_pkey) or its dependencies by jobs_dependencies'
+-- indexes; a plan cached while the tables were small would scan them whole ever after.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE

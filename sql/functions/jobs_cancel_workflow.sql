@@ -6,8 +6,9 @@
 --           back. Steps are cancelled in id order (parents first), so no step is released by
 --           the cancellation of its parent (on_parent_failure 'run') and then left running.
 --           Finished steps keep their state; an unknown workflow_id returns 0.
--- Locks:    each step's row (and a queued step's jobs_queued row first), until the caller's
---           transaction ends.
+-- Locks:    the queued steps' jobs_queued rows, then every unfinished step's row in id order,
+--           before any change, until the caller's transaction ends: a worker completing a
+--           step meanwhile is waited for, never deadlocked with.
 -- States:   waiting, queued or running -> cancelled.
 -- Time:     now() (transaction start).
 -- Errors:   22023 when workflow_id is NULL.
@@ -16,6 +17,8 @@ RETURNS integer
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path FROM CURRENT
+-- The steps through jobs_workflow_idx, whatever a plan cached on a small table would say.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -29,9 +32,19 @@ BEGIN
     v_open := ARRAY(SELECT j.id FROM jobs j
                     WHERE j.workflow_id = jobs_cancel_workflow.workflow_id
                       AND j.state NOT IN ('done', 'dead', 'cancelled'));
-    -- Every unfinished step in id order (parents first). A step's cancellation also cancels
-    -- its waiting children (the cascade), whose own jobs_cancel then returns false; a step a
-    -- cancelled parent released (on_parent_failure 'run') is queued when the loop reaches it.
+    -- Queued steps leave jobs_queued first (the order claims lock in), then every unfinished
+    -- step's row is locked in id order before any is cancelled: a step's cancellation locks
+    -- its children (the cascade), and a worker completing another step locks them too, after
+    -- its own step, which this call would otherwise wait for while holding them.
+    DELETE FROM jobs_queued q
+    USING jobs j
+    WHERE j.id = ANY (v_open)
+      AND j.state = 'queued'
+      AND (q.queue, q.priority, q.run_at, q.id) = (j.queue, j.priority, j.run_at, j.id);
+    PERFORM 1 FROM jobs j WHERE j.id = ANY (v_open) ORDER BY j.id FOR NO KEY UPDATE;
+    -- A step's cancellation also cancels its waiting children, whose own jobs_cancel then
+    -- returns false; a step a cancelled parent released (on_parent_failure 'run') is queued
+    -- when the loop reaches it.
     FOR v_id IN SELECT u FROM unnest(v_open) AS u ORDER BY u LOOP
         PERFORM jobs_cancel(v_id);
     END LOOP;

@@ -12,6 +12,8 @@ RETURNS boolean
 LANGUAGE sql
 STABLE
 SET search_path FROM CURRENT
+-- The steps through jobs_workflow_idx, whatever a plan cached on a small table would say.
+SET enable_seqscan = off
 AS $$
     SELECT (_jobs_prunable.workflow_id IS NULL
             OR NOT EXISTS (SELECT FROM jobs w

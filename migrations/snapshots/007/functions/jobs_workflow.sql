@@ -26,6 +26,8 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+-- The steps through jobs_workflow_idx, whatever a plan cached on a small table would say.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 BEGIN
