@@ -182,6 +182,10 @@ CREATE TABLE jobs_dependencies (
 );
 COMMENT ON TABLE jobs_dependencies IS 'skiplock (private): one row per dependency between two jobs; changed only by the jobs_* functions.';
 CREATE INDEX jobs_dependencies_child_idx ON jobs_dependencies (child_id);
+-- The waiting jobs: each has an unresolved row. What jobs_metrics counts, jobs_list and
+-- jobs_cancel_many find them by, without reading the resolved rows, which stay until their
+-- child is deleted.
+CREATE INDEX jobs_dependencies_waiting_idx ON jobs_dependencies (child_id) WHERE NOT resolved;
 
 ALTER TYPE jobs_claimed ADD ATTRIBUTE parent_results jsonb, ADD ATTRIBUTE checkpoints jsonb;
 ALTER TYPE jobs_listed ADD ATTRIBUTE progress jsonb, ADD ATTRIBUTE workflow_id bigint;

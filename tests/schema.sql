@@ -4640,6 +4640,8 @@ CREATE INDEX jobs_dead_cancelled_idx ON skiplock.jobs_dead_cancelled USING btree
 
 CREATE INDEX jobs_dependencies_child_idx ON skiplock.jobs_dependencies USING btree (child_id);
 
+CREATE INDEX jobs_dependencies_waiting_idx ON skiplock.jobs_dependencies USING btree (child_id) WHERE (NOT resolved);
+
 CREATE INDEX jobs_queue_starts_idx ON skiplock.jobs_queue_starts USING btree (queue, started_at);
 
 CREATE INDEX jobs_ready_idx ON skiplock.jobs_queued USING btree (queue, priority, run_at, id);
