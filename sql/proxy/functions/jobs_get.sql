@@ -18,7 +18,11 @@ RETURNS TABLE (
     last_error   text,
     created_at   timestamptz,
     finished_at  timestamptz,
-    meta         jsonb
+    meta         jsonb,
+    result       jsonb,
+    progress     jsonb,
+    workflow_id  bigint,
+    depends_on   bigint[]
 )
 LANGUAGE plproxy
 SET search_path FROM CURRENT
