@@ -13,7 +13,11 @@
 {{ template "functions/_jobs_proxy_unreachable.sql" . }}
 {{ template "functions/_jobs_proxy_queues_on.sql" . }}
 {{ template "functions/jobs_proxy_set_shards.sql" . }}
+{{ template "functions/_jobs_proxy_queue_pin.sql" . }}
+{{ template "functions/_jobs_proxy_enqueue_shard.sql" . }}
 {{ template "functions/jobs_enqueue.sql" . }}
+{{ template "functions/_jobs_proxy_workflow_shard.sql" . }}
+{{ template "functions/jobs_enqueue_workflow.sql" . }}
 {{ template "functions/_jobs_proxy_enqueue_many_on.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
 {{ template "functions/jobs_notify.sql" . }}
@@ -22,6 +26,8 @@
 {{ template "functions/jobs_complete.sql" . }}
 {{ template "functions/_jobs_proxy_complete_many_split.sql" . }}
 {{ template "functions/jobs_complete_many.sql" . }}
+{{ template "functions/jobs_checkpoint.sql" . }}
+{{ template "functions/jobs_progress.sql" . }}
 {{ template "functions/jobs_fail.sql" . }}
 {{ template "functions/jobs_heartbeat.sql" . }}
 {{ template "functions/_jobs_proxy_heartbeat_many_split.sql" . }}
@@ -31,9 +37,12 @@
 {{ template "functions/_jobs_proxy_requeue_expired_on.sql" . }}
 {{ template "functions/jobs_requeue_expired.sql" . }}
 {{ template "functions/jobs_cancel.sql" . }}
+{{ template "functions/jobs_cancel_workflow.sql" . }}
+{{ template "functions/jobs_workflow.sql" . }}
 {{ template "functions/jobs_retry.sql" . }}
 {{ template "functions/jobs_stats.sql" . }}
 {{ template "functions/jobs_get.sql" . }}
+{{ template "functions/jobs_result.sql" . }}
 {{ template "functions/jobs_pause.sql" . }}
 {{ template "functions/jobs_resume.sql" . }}
 {{ template "functions/jobs_set_concurrency.sql" . }}
