@@ -5,14 +5,16 @@
 -- results of jobs_complete and jobs_complete_many (SPLIT with the ids); jobs_result,
 -- jobs_checkpoint, jobs_progress, jobs_workflow and jobs_cancel_workflow, routed by id; the
 -- shards' new result columns (jobs_get's, jobs_claimed's parent_results and checkpoints, the
--- job row's workflow columns for jobs_inspect) and their state waiting. Upgrade the shards
--- first: the proxy's functions then ask for what the shards return.
+-- job row's workflow columns for jobs_inspect, jobs_metrics' waiting) and their state
+-- waiting. Upgrade the shards first: the proxy's functions then ask for what the shards
+-- return (docs/scaling.md, "Upgrading").
 
 -- The shards' types, as their migration 007 changes them (PL/Proxy matches result columns by
 -- name). jobs, jobs_inspect's row, takes the new columns a caller of the proxy can use (not
 -- the shard's bookkeeping, claim_id, as it never took lease_role).
 ALTER TYPE jobs_state ADD VALUE IF NOT EXISTS 'waiting' BEFORE 'queued';
 ALTER TYPE jobs_claimed ADD ATTRIBUTE parent_results jsonb, ADD ATTRIBUTE checkpoints jsonb;
+ALTER TYPE jobs_queue_metrics ADD ATTRIBUTE waiting bigint;
 ALTER TYPE jobs
     ADD ATTRIBUTE workflow_id       bigint,
     ADD ATTRIBUTE workflow_step     text,
@@ -52,4 +54,5 @@ DROP FUNCTION jobs_get(bigint);
 {{ template "snapshots/002/functions/jobs_get.sql" . }}
 {{ template "snapshots/002/functions/jobs_result.sql" . }}
 {{ template "snapshots/002/functions/jobs_queue_limited.sql" . }}
+{{ template "snapshots/002/functions/jobs_metrics.sql" . }}
 {{ template "snapshots/002/grants.sql" . }}

@@ -5,8 +5,8 @@
 --           on one shard through the proxy, so its row is normally that shard's; a queue
 --           with jobs on several shards (enqueued on the shards directly) still gets one
 --           row, merged like the NULL-queue row, so that exporters never see a queue twice.
---           Merged rows: the sums of the counts (done_estimate NULL when no shard has an
---           estimate; jobs_created_total the sum of the shards'), the largest
+--           Merged rows: the sums of the counts (waiting included; done_estimate NULL when no
+--           shard has an estimate; jobs_created_total the sum of the shards'), the largest
 --           oldest_ready_age_s, paused when any shard pauses the queue, and each limit
 --           (max_running, per_key, max_starts, per) when every shard has the same one,
 --           else NULL.
@@ -28,7 +28,8 @@ AS $$
            CASE WHEN m.queue IS NOT NULL AND count(DISTINCT m.max_running) <= 1 AND count(m.max_running) IN (0, count(*)) THEN max(m.max_running) END,
            CASE WHEN m.queue IS NOT NULL AND count(DISTINCT m.per_key) <= 1 AND count(m.per_key) IN (0, count(*)) THEN max(m.per_key) END,
            CASE WHEN m.queue IS NOT NULL AND count(DISTINCT m.max_starts) <= 1 AND count(m.max_starts) IN (0, count(*)) THEN max(m.max_starts) END,
-           CASE WHEN m.queue IS NOT NULL AND count(DISTINCT m.per) <= 1 AND count(m.per) IN (0, count(*)) THEN max(m.per) END
+           CASE WHEN m.queue IS NOT NULL AND count(DISTINCT m.per) <= 1 AND count(m.per) IN (0, count(*)) THEN max(m.per) END,
+           sum(m.waiting)::bigint
     FROM m
     GROUP BY m.queue
     ORDER BY m.queue NULLS LAST
