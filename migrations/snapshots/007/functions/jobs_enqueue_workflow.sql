@@ -141,6 +141,19 @@ BEGIN
     FOR v_i IN SELECT s.i FROM generate_series(1, v_n) AS s(i) ORDER BY v_depth[s.i], s.i LOOP
         v_step := jobs_enqueue_workflow.steps -> (v_i - 1);
         v_name := v_step ->> 'name';
+        -- Each field's JSON type first: ->> would read 5 as the queue "5".
+        SELECT k INTO v_key
+        FROM (VALUES ('kind', 'string'), ('queue', 'string'), ('priority', 'number'), ('max_attempts', 'number'),
+                     ('run_at', 'string'), ('concurrency_key', 'string'), ('on_parent_failure', 'string'),
+                     ('notify_finished', 'boolean')) AS f(k, t)
+        WHERE v_step ? f.k AND jsonb_typeof(v_step -> f.k) NOT IN (f.t, 'null')
+        LIMIT 1;
+        IF FOUND THEN
+            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
+                format('step %s: %s must be a JSON %s', to_jsonb(v_name), v_key,
+                       CASE v_key WHEN 'priority' THEN 'integer' WHEN 'max_attempts' THEN 'integer'
+                                  WHEN 'notify_finished' THEN 'boolean' ELSE 'string' END));
+        END IF;
         BEGIN
             v_kind := v_step ->> 'kind';
             v_payload := coalesce(v_step -> 'payload', '{}');
