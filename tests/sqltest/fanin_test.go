@@ -327,3 +327,224 @@ func queryListCtx[T any](ctx context.Context, q querier, sql string, args ...any
 	vals, err := pgx.CollectRows(rows, pgx.RowTo[T])
 	return listResult[T]{vals: vals, err: err}
 }
+
+// TestFanInWithFailures: the same race with parents that fail for good. 500 diamonds
+// a -> b, c -> d -> e, where every third b fails (max_attempts 1) and every odd d was enqueued
+// with on_parent_failure 'run'; and four 16-parent fan-ins with no, one or two failing parents
+// (the last with 'run'). A failure cancelling a child races the completion of the child's
+// other parent; in the end every child is done if each parent was done or it runs anyway, and
+// cancelled (naming a failed parent, its own children after it) otherwise, never claimed
+// then; nothing is left waiting, no call fails.
+func TestFanInWithFailures(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	diamonds, width, workers := 500, 16, 16
+	if testing.Short() {
+		diamonds = 100
+	}
+	failing := map[int64]bool{}
+	as := queryOne[[]int64](t, b.Conn,
+		"SELECT array_agg(jobs_enqueue('a', queue => 'ff') ORDER BY g) FROM generate_series(1, $1) AS g", diamonds)
+	bs := queryOne[[]int64](t, b.Conn, `
+		SELECT array_agg(jobs_enqueue('b', queue => 'ff', max_attempts => 1, depends_on => ARRAY[u.a]) ORDER BY u.o)
+		FROM unnest($1::bigint[]) WITH ORDINALITY AS u(a, o)`, as)
+	cs := queryOne[[]int64](t, b.Conn, `
+		SELECT array_agg(jobs_enqueue('c', queue => 'ff', depends_on => ARRAY[u.a]) ORDER BY u.o)
+		FROM unnest($1::bigint[]) WITH ORDINALITY AS u(a, o)`, as)
+	ds := queryOne[[]int64](t, b.Conn, `
+		SELECT array_agg(jobs_enqueue('d', queue => 'ff', depends_on => ARRAY[u.b, u.c],
+		                              on_parent_failure => CASE WHEN u.o % 2 = 1 THEN 'run' ELSE 'cancel' END) ORDER BY u.o)
+		FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS u(b, c, o)`, bs, cs)
+	es := queryOne[[]int64](t, b.Conn, `
+		SELECT array_agg(jobs_enqueue('e', queue => 'ff', depends_on => ARRAY[u.d]) ORDER BY u.o)
+		FROM unnest($1::bigint[]) WITH ORDINALITY AS u(d, o)`, ds)
+	// want: the end state of each child.
+	want := map[int64]string{}
+	for i := range diamonds {
+		if (i+1)%3 == 0 {
+			failing[bs[i]] = true
+		}
+		switch {
+		case !failing[bs[i]], (i+1)%2 == 1:
+			want[ds[i]], want[es[i]] = "done", "done"
+		default:
+			want[ds[i]], want[es[i]] = "cancelled", "cancelled"
+		}
+		want[bs[i]], want[cs[i]] = "done", "done"
+		if failing[bs[i]] {
+			want[bs[i]] = "dead"
+		}
+	}
+	for f, fails := range [][]int{nil, {5}, {3, 11}, {0, 15}} {
+		parents := queryOne[[]int64](t, b.Conn,
+			"SELECT array_agg(jobs_enqueue('p', queue => 'ff', max_attempts => 1) ORDER BY g) FROM generate_series(1, $1) AS g", width)
+		policy := "cancel"
+		if f == 3 {
+			policy = "run"
+		}
+		child := queryOne[int64](t, b.Conn, "SELECT jobs_enqueue('f', queue => 'ff', depends_on => $1, on_parent_failure => $2)", parents, policy)
+		for _, p := range parents {
+			want[p] = "done"
+		}
+		for _, i := range fails {
+			failing[parents[i]] = true
+			want[parents[i]] = "dead"
+		}
+		want[child] = "done"
+		if len(fails) > 0 && policy == "cancel" {
+			want[child] = "cancelled"
+		}
+	}
+	total := int64(len(want) + diamonds) // the a jobs are not in want
+	for _, a := range as {
+		want[a] = "done"
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		claims   = map[int64]int{}
+		problems []string
+		finished atomic.Int64
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() == nil {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+		cancel()
+	}
+	for w := range workers {
+		conn := b.Connect(t)
+		worker := fmt.Sprintf("w%d", w)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				rows, err := conn.Query(ctx, "SELECT id, attempt FROM jobs_claim($1, 3, ARRAY['ff'], '5 minutes')", worker)
+				var got []fanInClaim
+				if err == nil {
+					got, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (fanInClaim, error) {
+						var c fanInClaim
+						return c, row.Scan(&c.ID, &c.Attempt)
+					})
+				}
+				if err != nil {
+					fail("jobs_claim: %v", err)
+					return
+				}
+				mu.Lock()
+				for _, c := range got {
+					claims[c.ID]++
+				}
+				mu.Unlock()
+				var ids []int64
+				var attempts []int32
+				for _, c := range got {
+					if failing[c.ID] {
+						var state string
+						if err := conn.QueryRow(ctx, "SELECT jobs_fail($1, $2, 'boom')::text", c.ID, c.Attempt).Scan(&state); err != nil || state != "dead" {
+							fail("jobs_fail(%d): %s %v", c.ID, state, err)
+							return
+						}
+						finished.Add(1)
+						continue
+					}
+					ids, attempts = append(ids, c.ID), append(attempts, c.Attempt)
+				}
+				if len(ids) > 0 {
+					if w%2 == 0 {
+						done := queryListCtx[int64](ctx, conn, "SELECT * FROM jobs_complete_many($1, $2)", ids, attempts)
+						if done.err != nil || len(done.vals) != len(ids) {
+							fail("jobs_complete_many(%v): %v %v", ids, done.vals, done.err)
+							return
+						}
+					} else {
+						for i, id := range ids {
+							var ok bool
+							if err := conn.QueryRow(ctx, "SELECT jobs_complete($1, $2)", id, attempts[i]).Scan(&ok); err != nil || !ok {
+								fail("jobs_complete(%d): %v %v", id, ok, err)
+								return
+							}
+						}
+					}
+					finished.Add(int64(len(ids)))
+				}
+				if len(got) == 0 {
+					n := queryListCtx[int64](ctx, conn, "SELECT count(*) FROM jobs WHERE state IN ('waiting', 'queued', 'running')")
+					if n.err != nil {
+						fail("counting: %v", n.err)
+						return
+					}
+					if n.vals[0] == 0 {
+						return
+					}
+					time.Sleep(2 * time.Millisecond) // children not released yet: poll again
+				}
+			}
+		})
+	}
+	began := time.Now()
+	wg.Wait()
+	elapsed := time.Since(began)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if ctx.Err() != nil && len(problems) == 0 {
+		t.Fatal("timed out")
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	got := map[int64]string{}
+	for _, r := range queryList[string](t, b.Conn, "SELECT id || ' ' || state FROM jobs") {
+		var id int64
+		var state string
+		if _, err := fmt.Sscan(r, &id, &state); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = state
+	}
+	if int64(len(got)) != total {
+		t.Fatalf("%d jobs, want %d", len(got), total)
+	}
+	bad := 0
+	for id, w := range want {
+		if got[id] != w {
+			bad++
+			if bad <= 10 {
+				t.Errorf("job %d is %s, want %s", id, got[id], w)
+			}
+		}
+		n := claims[id]
+		if (w == "cancelled" && n != 0) || (w != "cancelled" && n != 1) {
+			t.Errorf("job %d (%s) claimed %d times", id, w, n)
+		}
+	}
+	// Each cancelled child names a parent that ended dead or cancelled, as its last_error says.
+	if wrong := queryList[string](t, b.Conn, `
+		SELECT format('job %s cancelled_by %s (%s): %s', c.id, c.cancelled_by, p.state, c.last_error)
+		FROM jobs c
+		LEFT JOIN jobs p ON p.id = c.cancelled_by
+		WHERE c.state = 'cancelled'
+		  AND (p.state NOT IN ('dead', 'cancelled') OR p.id IS NULL OR NOT p.id = ANY (c.depends_on)
+		       OR c.last_error <> format('parent %s ended %s', p.id, p.state))
+		LIMIT 10`); len(wrong) > 0 {
+		t.Errorf("cancelled children not naming a failed parent: %v", wrong)
+	}
+	if bad := queryList[string](t, b.Conn, `
+		SELECT format('child %s started at %s, parent %s finished at %s (%s)', c.id, c.started_at, p.id, p.finished_at, p.state)
+		FROM jobs c
+		JOIN jobs p ON p.id = ANY (c.depends_on)
+		WHERE c.started_at IS NOT NULL AND (p.finished_at IS NULL OR p.finished_at > c.started_at)
+		LIMIT 10`); len(bad) > 0 {
+		t.Errorf("children started before a parent finished: %v", bad)
+	}
+	if p := pgtest.StorageProblems(t, b.Conn); len(p) > 0 {
+		t.Errorf("storage problems: %v", p)
+	}
+	t.Logf("%d jobs (%d diamonds with a grandchild, 4 fan-ins of %d), %d failed, by %d sessions in %v",
+		total, diamonds, width, len(failing), workers, elapsed.Round(time.Millisecond))
+}
