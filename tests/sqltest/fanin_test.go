@@ -23,6 +23,9 @@ type fanInClaim struct {
 	ID            int64
 	Attempt       int32
 	ParentResults map[string]string
+	// ClaimedAt, for jobs_complete_and_claim's claims: clock_timestamp() once the call had
+	// claimed the job (its started_at is the start of a transaction that may have waited).
+	ClaimedAt *time.Time
 }
 
 // fanInResult is the result each job completes with: "r" and its id, so a child can check
@@ -88,6 +91,7 @@ func TestFanInExactness(t *testing.T) {
 		wg        sync.WaitGroup
 		mu        sync.Mutex
 		claims    = map[int64]int{}
+		claimedAt = map[int64]time.Time{}
 		problems  []string
 		errCodes  = map[string]int{}
 		completed atomic.Int64
@@ -118,6 +122,9 @@ func TestFanInExactness(t *testing.T) {
 		defer mu.Unlock()
 		for _, c := range got {
 			claims[c.ID]++
+			if c.ClaimedAt != nil {
+				claimedAt[c.ID] = *c.ClaimedAt
+			}
 			want := map[string]string{}
 			for _, p := range parentsOf[c.ID] {
 				want[strconv.FormatInt(p, 10)] = "r" + strconv.FormatInt(p, 10)
@@ -213,7 +220,7 @@ func TestFanInExactness(t *testing.T) {
 				case 2: // complete the last batch and claim the next in one call
 					ids, attempts, res := results(held)
 					rows, err := conn.Query(ctx, `
-						SELECT completed, id, attempt, parent_results
+						SELECT completed, id, attempt, parent_results, clock_timestamp()
 						FROM jobs_complete_and_claim($1, $2, $3, 4, ARRAY['fanin'], '5 minutes', $4::text[]::jsonb[])`,
 						worker, ids, attempts, res)
 					var done []int64
@@ -223,7 +230,7 @@ func TestFanInExactness(t *testing.T) {
 							var id *int64
 							var attempt *int32
 							var completedIDs []int64
-							err := row.Scan(&completedIDs, &id, &attempt, &c.ParentResults)
+							err := row.Scan(&completedIDs, &id, &attempt, &c.ParentResults, &c.ClaimedAt)
 							if completedIDs != nil {
 								done = completedIDs
 							}
@@ -287,14 +294,52 @@ func TestFanInExactness(t *testing.T) {
 		`SELECT count(*) FROM jobs WHERE result IS DISTINCT FROM to_jsonb('r' || id) OR attempts <> 1`); n != 0 {
 		t.Errorf("%d jobs without their result or with more than one attempt", n)
 	}
-	// Never before the last parent: each parent finished at or before its child started.
-	if bad := queryList[string](t, b.Conn, `
-		SELECT format('child %s started at %s, parent %s finished at %s (%s)', c.id, c.started_at, p.id, p.finished_at, p.state)
-		FROM jobs c
-		JOIN jobs p ON p.id = ANY (c.depends_on)
-		WHERE p.state <> 'done' OR p.finished_at > c.started_at
-		LIMIT 10`); len(bad) > 0 {
-		t.Errorf("children started before a parent finished: %v", bad)
+	// Never before the last parent: each parent finished at or before its child was claimed.
+	// finished_at and started_at are the start times of the transactions (now()): a claim
+	// in its own transaction (jobs_claim) starts after the parents' transactions committed,
+	// so its started_at is the claim time; jobs_complete_and_claim's transaction completes
+	// first and may wait for a child's row that the last parent's transaction holds, so its
+	// claims are timed by clock_timestamp() as the call returned them.
+	type times struct {
+		startedAt, finishedAt *time.Time
+		state                 string
+	}
+	jobTimes := map[int64]times{}
+	rows, err := b.Conn.Query(t.Context(), "SELECT id, started_at, finished_at, state::text FROM jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var jt times
+		if err := rows.Scan(&id, &jt.startedAt, &jt.finishedAt, &jt.state); err != nil {
+			t.Fatal(err)
+		}
+		jobTimes[id] = jt
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	early, startedBeforeParent := 0, 0
+	for child, parents := range parentsOf {
+		at := jobTimes[child].startedAt
+		if c, ok := claimedAt[child]; ok {
+			for _, p := range parents {
+				if pt := jobTimes[p]; pt.finishedAt != nil && at != nil && pt.finishedAt.After(*at) {
+					startedBeforeParent++
+					break
+				}
+			}
+			at = &c
+		}
+		for _, p := range parents {
+			pt := jobTimes[p]
+			if at == nil || pt.state != "done" || pt.finishedAt == nil || pt.finishedAt.After(*at) {
+				if early++; early <= 10 {
+					t.Errorf("child %d claimed at %v, parent %d %s at %v", child, at, p, pt.state, pt.finishedAt)
+				}
+			}
+		}
 	}
 	if n := queryOne[int64](t, b.Conn, `
 		SELECT (SELECT count(*) FROM jobs WHERE pending_parents <> 0)
@@ -307,9 +352,9 @@ func TestFanInExactness(t *testing.T) {
 	if p := pgtest.StorageProblems(t, b.Conn); len(p) > 0 {
 		t.Errorf("storage problems: %v", p)
 	}
-	t.Logf("%d jobs (%d diamonds, %d fan-ins of %d) by %d sessions in %v: %d completions by jobs_complete, %d by jobs_complete_many, %d by jobs_complete_and_claim; %d claims",
+	t.Logf("%d jobs (%d diamonds, %d fan-ins of %d) by %d sessions in %v: %d completions by jobs_complete, %d by jobs_complete_many, %d by jobs_complete_and_claim; %d claims; %d children claimed by jobs_complete_and_claim in a transaction that began before a parent's",
 		total, diamonds, fanIns, width, workers, elapsed.Round(time.Millisecond),
-		calls[0].Load(), calls[1].Load(), calls[2].Load(), len(claims))
+		calls[0].Load(), calls[1].Load(), calls[2].Load(), len(claims), startedBeforeParent)
 }
 
 // listResult is queryListCtx's answer: the values, or the error (for goroutines, which
