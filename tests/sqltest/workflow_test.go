@@ -312,6 +312,96 @@ func TestDependencies(t *testing.T) {
 		}
 	})
 
+	// Every way a parent ends dead or cancelled cancels its waiting children in the same
+	// transaction (the trigger jobs_finished_cascade): a lease that expired on the last
+	// attempt (jobs_requeue_expired), the worker's jobs_cancel, jobs_cancel_many.
+	t.Run("EveryBadEndCascades", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		expired := enqueue(t, b.Conn, "queue => 'expired', max_attempts => 1")
+		given := enqueue(t, b.Conn, "queue => 'given'")
+		bulk := enqueue(t, b.Conn, "queue => 'bulk'")
+		many := enqueue(t, b.Conn, "queue => 'many'")
+		children := map[int64]int64{}
+		for _, p := range []int64{expired, given, bulk, many} {
+			children[p] = enqueue(t, b.Conn, fmt.Sprintf("queue => 'c%d', depends_on => ARRAY[%d]", p, p))
+		}
+		j := claimOne(t, b.Conn, "w", "expired", "1 millisecond")
+		waitLeasesExpired(t, b.Conn)
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_requeue_expired()"); n != 1 || j.ID != expired {
+			t.Fatalf("jobs_requeue_expired() = %d", n)
+		}
+		at := claimJob(t, b.Conn, given)
+		if !queryOne[bool](t, b.Conn, "SELECT jobs_cancel($1, $2, 'cannot succeed')", given, at) {
+			t.Fatal("worker's jobs_cancel returned false")
+		}
+		claimJob(t, b.Conn, bulk)
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_cancel_many(ids => ARRAY[$1, $2]::bigint[], states => '{queued, running}')", bulk, many); n != 2 {
+			t.Fatalf("jobs_cancel_many = %d, want 2", n)
+		}
+		for p, c := range children {
+			r := getDep(t, b.Conn, p)
+			requireDep(t, b.Conn, c, fmt.Sprintf("cancelled pending=1 cancelled_by=%d last_error=\"parent %d ended %s\"", p, p, r.State))
+		}
+		if p := pgtest.StorageProblems(t, b.Conn); len(p) > 0 {
+			t.Fatal(p)
+		}
+	})
+
+	// A waiting job is live: it holds its unique_key, so enqueueing the key again returns it.
+	t.Run("WaitingJobHoldsItsUniqueKey", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		a := enqueue(t, b.Conn, "queue => 'a'")
+		c := enqueue(t, b.Conn, fmt.Sprintf("queue => 'c', unique_key => 'k', depends_on => ARRAY[%d]", a))
+		if again := enqueue(t, b.Conn, "queue => 'c', unique_key => 'k'"); again != c {
+			t.Fatalf("enqueue of the key of waiting job %d returned %d", c, again)
+		}
+		mustExec(t, b.Conn, "SELECT jobs_cancel($1)", c)
+		if again := enqueue(t, b.Conn, "queue => 'c', unique_key => 'k'"); again == c {
+			t.Fatal("the key of a cancelled waiting job is still held")
+		}
+	})
+
+	t.Run("ListWaiting", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		a := enqueue(t, b.Conn, "queue => 'a'")
+		c1 := enqueue(t, b.Conn, fmt.Sprintf("queue => 'c', depends_on => ARRAY[%d]", a))
+		c2 := enqueue(t, b.Conn, fmt.Sprintf("queue => 'd', depends_on => ARRAY[%d, %d]", a, c1))
+		if got := queryList[int64](t, b.Conn, "SELECT id FROM jobs_list(state => 'waiting')"); !slices.Equal(got, []int64{c2, c1}) {
+			t.Fatalf("jobs_list(waiting) = %v, want [%d %d]", got, c2, c1)
+		}
+		if got := queryList[int64](t, b.Conn, "SELECT id FROM jobs_list(state => 'waiting', queue => 'c')"); !slices.Equal(got, []int64{c1}) {
+			t.Fatalf("jobs_list(waiting, c) = %v", got)
+		}
+		if got := queryList[int64](t, b.Conn, "SELECT id FROM jobs_list(state => 'waiting', before_id => $1)", c2); !slices.Equal(got, []int64{c1}) {
+			t.Fatalf("jobs_list(waiting, before c2) = %v", got)
+		}
+		runJob(t, b.Conn, a, "NULL")
+		if got := queryList[int64](t, b.Conn, "SELECT id FROM jobs_list(state => 'waiting')"); !slices.Equal(got, []int64{c2}) {
+			t.Fatalf("jobs_list(waiting) after a = %v, want [%d]", got, c2)
+		}
+	})
+
+	// A done parent deleted (jobs_delete_many) before its child is claimed is missing from
+	// parent_results; the child still runs.
+	t.Run("DeletedParentMissingFromParentResults", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		p1 := enqueue(t, b.Conn, "queue => 'p1'")
+		p2 := enqueue(t, b.Conn, "queue => 'p2'")
+		c := enqueue(t, b.Conn, fmt.Sprintf("queue => 'c', depends_on => ARRAY[%d, %d]", p1, p2))
+		runJob(t, b.Conn, p1, `'1'`)
+		runJob(t, b.Conn, p2, `'2'`)
+		if n := queryOne[int32](t, b.Conn, "SELECT jobs_delete_many(ids => ARRAY[$1::bigint], states => '{done}')", p1); n != 1 {
+			t.Fatalf("jobs_delete_many = %d", n)
+		}
+		if id, _, pr, _ := claimWithResults(t, b.Conn, "c"); id != c || pr != fmt.Sprintf(`{"%d": 2}`, p2) {
+			t.Fatalf("claimed %d with parent_results %s", id, pr)
+		}
+	})
+
 	t.Run("CancelWaitingJob", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
