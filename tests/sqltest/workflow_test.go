@@ -1,6 +1,7 @@
 package sqltest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -84,6 +85,13 @@ func requireDep(t *testing.T, q querier, id int64, want string) {
 	if got := getDep(t, q, id).String(); got != want {
 		t.Fatalf("job %d is %s, want %s", id, got, want)
 	}
+}
+
+// queryOneErr is queryOne returning the error instead of failing the test.
+func queryOneErr[T any](q querier, sql string, args ...any) (T, error) {
+	var v T
+	err := q.QueryRow(context.Background(), sql, args...).Scan(&v)
+	return v, err
 }
 
 // step is one row of jobs_enqueue_workflow.
@@ -399,6 +407,36 @@ func TestDependencies(t *testing.T) {
 		}
 		if id, _, pr, _ := claimWithResults(t, b.Conn, "c"); id != c || pr != fmt.Sprintf(`{"%d": 2}`, p2) {
 			t.Fatalf("claimed %d with parent_results %s", id, pr)
+		}
+	})
+
+	// A descendant brought back takes its unique_key again. When a live job took the key
+	// meanwhile, jobs_retry of the parent raises 23505 (as jobs_retry of the descendant would)
+	// and changes nothing; jobs_retry_many, which never fails for a key, retries the parent and
+	// leaves that descendant cancelled.
+	t.Run("RetryOfParentWhenADescendantsKeyIsTaken", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		p := enqueue(t, b.Conn, "queue => 'p', max_attempts => 1")
+		c := enqueue(t, b.Conn, fmt.Sprintf("queue => 'c', unique_key => 'k', depends_on => ARRAY[%d]", p))
+		killJob(t, b.Conn, p)
+		other := enqueue(t, b.Conn, "queue => 'c', unique_key => 'k'")
+		if other == c {
+			t.Fatal("the key of the cancelled child is still held")
+		}
+		_, err := b.Conn.Exec(t.Context(), "SELECT jobs_retry($1)", p)
+		pgtest.RequirePgError(t, err, "23505")
+		requireDep(t, b.Conn, p, `dead last_error="boom"`)
+		n, err := queryOneErr[int32](b.Conn, "SELECT jobs_retry_many(ids => ARRAY[$1::bigint])", p)
+		if err != nil {
+			t.Fatalf("jobs_retry_many of the parent failed: %v (it never fails for a key)", err)
+		}
+		if n != 1 {
+			t.Fatalf("jobs_retry_many = %d, want 1", n)
+		}
+		requireDep(t, b.Conn, c, fmt.Sprintf("cancelled pending=1 cancelled_by=%d last_error=\"parent %d ended dead\"", p, p))
+		if p := pgtest.StorageProblems(t, b.Conn); len(p) > 0 {
+			t.Fatal(p)
 		}
 	})
 
