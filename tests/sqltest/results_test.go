@@ -274,6 +274,31 @@ func TestCheckpoints(t *testing.T) {
 	}
 }
 
+// TestCheckpointsSixteenMegabytesTogether: each value is at most 1 MB, and the checkpoints
+// of one job at most 16 MB together; the save that would pass that is refused (naming value)
+// and changes nothing.
+func TestCheckpointsSixteenMegabytesTogether(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := enqueue(t, b.Conn, "queue => 'q'")
+	at := claimJob(t, b.Conn, id)
+	for i := range 16 {
+		if !queryOne[bool](t, b.Conn, "SELECT jobs_checkpoint($1, $2, $3, to_jsonb(repeat('x', 1048000)))", id, at, fmt.Sprint(i)) {
+			t.Fatalf("checkpoint %d refused", i)
+		}
+	}
+	before := jobstest.TableChecksum(t, b.Conn)
+	_, err := b.Conn.Exec(t.Context(), "SELECT jobs_checkpoint($1, $2, 'one too many', to_jsonb(repeat('x', 1048000)))", id, at)
+	jobstest.RequireInvalid(t, err, "value")
+	if jobstest.TableChecksum(t, b.Conn) != before {
+		t.Fatal("the refused checkpoint changed the job")
+	}
+	// Replacing a saved step does not grow them.
+	if !queryOne[bool](t, b.Conn, "SELECT jobs_checkpoint($1, $2, '0', to_jsonb(repeat('y', 1048000)))", id, at) {
+		t.Fatal("replacing a step was refused")
+	}
+}
+
 func TestProgress(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

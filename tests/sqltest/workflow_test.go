@@ -440,6 +440,28 @@ func TestDependencies(t *testing.T) {
 		}
 	})
 
+	// jobs_complete_and_claim completing the last parent can claim the child it released in
+	// the same call, with the result it just stored.
+	t.Run("CompleteAndClaimTakesTheChildItReleased", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		p := enqueue(t, b.Conn, "queue => 'q'")
+		c := enqueue(t, b.Conn, fmt.Sprintf("queue => 'q', depends_on => ARRAY[%d]", p))
+		at := claimJob(t, b.Conn, p)
+		var completed []int64
+		var id int64
+		var pr string
+		if err := b.Conn.QueryRow(t.Context(), `
+			SELECT completed, id, parent_results::text
+			FROM jobs_complete_and_claim('w', ARRAY[$1::bigint], ARRAY[$2::int], 1, ARRAY['q'], '1 minute', ARRAY['{"p": 1}']::jsonb[])`,
+			p, at).Scan(&completed, &id, &pr); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(completed, []int64{p}) || id != c || pr != fmt.Sprintf(`{"%d": {"p": 1}}`, p) {
+			t.Fatalf("jobs_complete_and_claim: completed %v, claimed %d with %s", completed, id, pr)
+		}
+	})
+
 	t.Run("CancelWaitingJob", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
