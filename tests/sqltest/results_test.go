@@ -279,6 +279,9 @@ func TestCheckpoints(t *testing.T) {
 // and changes nothing.
 func TestCheckpointsSixteenMegabytesTogether(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("writes 136 MB of checkpoints (each save rewrites them all)")
+	}
 	b := setup(t)
 	id := enqueue(t, b.Conn, "queue => 'q'")
 	at := claimJob(t, b.Conn, id)
