@@ -191,7 +191,7 @@ func TestInvalidArgumentMessages(t *testing.T) {
 		{`SELECT jobs_retry_many(states => '{dead, NULL}')`, `jobs_retry_many: states must not contain NULL`},
 		{`SELECT jobs_retry_many(states => '{queued}')`, `jobs_retry_many: states may only hold dead, cancelled`},
 		{`SELECT jobs_retry_many(max_jobs => NULL)`, `jobs_retry_many: max_jobs must be at least 1`},
-		{`SELECT jobs_cancel_many(states => '{dead}')`, `jobs_cancel_many: states may only hold queued, running`},
+		{`SELECT jobs_cancel_many(states => '{dead}')`, `jobs_cancel_many: states may only hold waiting, queued, running`},
 		{`SELECT jobs_cancel_many(max_jobs => 0)`, `jobs_cancel_many: max_jobs must be at least 1`},
 		{`SELECT jobs_delete_many(states => '{running}')`, `jobs_delete_many: states may only hold done, dead, cancelled`},
 		{`SELECT jobs_delete_many(max_jobs => 0)`, `jobs_delete_many: max_jobs must be at least 1`},

@@ -173,6 +173,13 @@ var publicFuncs = []sqlFunc{
 		{name: "concurrency_key", typ: "text", valid: "'ck'", nullable: true},
 		{name: "meta", typ: "jsonb", valid: `'{"m": "1"}'`, nullable: true},
 		{name: "notify", typ: "boolean", valid: "false"},
+		{name: "depends_on", typ: "bigint[]", valid: "ARRAY[3]", nullable: true,
+			nullElem: "ARRAY[3, NULL]", nullElemParam: "depends_on"},
+		{name: "on_parent_failure", typ: "text", valid: "'run'"},
+		{name: "notify_finished", typ: "boolean", valid: "true"},
+	}},
+	{"jobs_enqueue_workflow", []sqlParam{
+		{name: "steps", typ: "jsonb", valid: `'[{"name": "a", "kind": "k", "queue": "queued"}, {"name": "b", "kind": "k", "depends_on": ["a"]}]'`},
 	}},
 	{"jobs_enqueue_many", []sqlParam{
 		{name: "kinds", typ: "text[]", valid: "ARRAY['a', 'b']",
@@ -205,12 +212,26 @@ var publicFuncs = []sqlFunc{
 	{"jobs_complete", []sqlParam{
 		{name: "id", typ: "bigint", valid: "1"},
 		{name: "attempt", typ: "integer", valid: "1"},
+		{name: "result", typ: "jsonb", valid: `'{"r": 1}'`, nullable: true},
 	}},
 	{"jobs_complete_many", []sqlParam{
 		{name: "ids", typ: "bigint[]", valid: "ARRAY[1, 2]",
 			nullElem: "ARRAY[1, NULL]", nullElemParam: "ids"},
 		{name: "attempts", typ: "integer[]", valid: "ARRAY[1, 1]",
 			nullElem: "ARRAY[1, NULL]", nullElemParam: "attempts"},
+		{name: "results", typ: "jsonb[]", valid: `ARRAY['1', '{"r": 2}']::jsonb[]`, nullable: true,
+			nullElem: `ARRAY['1', NULL]::jsonb[]`},
+	}},
+	{"jobs_checkpoint", []sqlParam{
+		{name: "id", typ: "bigint", valid: "1"},
+		{name: "attempt", typ: "integer", valid: "1"},
+		{name: "step", typ: "text", valid: "'s'"},
+		{name: "value", typ: "jsonb", valid: `'{"v": 1}'`},
+	}},
+	{"jobs_progress", []sqlParam{
+		{name: "id", typ: "bigint", valid: "1"},
+		{name: "attempt", typ: "integer", valid: "1"},
+		{name: "progress", typ: "jsonb", valid: "'50'", nullable: true},
 	}},
 	{"jobs_complete_and_claim", []sqlParam{
 		{name: "worker", typ: "text", valid: "'w2'"},
@@ -222,6 +243,8 @@ var publicFuncs = []sqlFunc{
 		{name: "queues", typ: "text[]", valid: "ARRAY['queued']", nullable: true,
 			nullElem: "ARRAY['queued', NULL]", nullElemParam: "queues"},
 		{name: "lease", typ: "interval", valid: "'1 minute'"},
+		{name: "results", typ: "jsonb[]", valid: `ARRAY['1']::jsonb[]`, nullable: true,
+			nullElem: `ARRAY[NULL]::jsonb[]`},
 	}},
 	{"jobs_fail", []sqlParam{
 		{name: "id", typ: "bigint", valid: "1"},
@@ -294,6 +317,12 @@ var publicFuncs = []sqlFunc{
 	}},
 	{"jobs_get", []sqlParam{
 		{name: "id", typ: "bigint", valid: "1"},
+	}},
+	{"jobs_result", []sqlParam{
+		{name: "id", typ: "bigint", valid: "1"},
+	}},
+	{"jobs_cancel_workflow", []sqlParam{
+		{name: "workflow_id", typ: "bigint", valid: "2"},
 	}},
 	{"jobs_cron_next", []sqlParam{
 		{name: "cron", typ: "text", valid: "'*/5 * * * *'"},

@@ -341,3 +341,68 @@ FROM jobs_schedules WHERE name = 'heartbeat';
 -- ex: unschedule
 SELECT jobs_unschedule('heartbeat');
 SELECT jobs_unschedule('heartbeat');
+
+-- ## Dependencies and workflows
+-- ex: deps-enqueue
+LISTEN jobs_finished;
+SELECT jobs_enqueue('fetch', '{"url":"https://example.com/a.csv"}', queue => 'etl');
+SELECT jobs_enqueue('fetch', '{"url":"https://example.com/b.csv"}', queue => 'etl');
+SELECT jobs_enqueue('merge', queue => 'etl', depends_on => ARRAY[2516, 2517], notify_finished => true);
+SELECT jobs_enqueue('cleanup', queue => 'etl', depends_on => ARRAY[2518], on_parent_failure => 'run');
+SELECT id, kind, state, depends_on, pending_parents, on_parent_failure FROM jobs WHERE queue = 'etl' ORDER BY id;
+-- ex: deps-run
+SELECT id, kind, attempt, parent_results FROM jobs_claim('worker-1', 10, ARRAY['etl']);
+SELECT jobs_complete(2516, 1, result => '{"rows": 120}');
+SELECT id, state, pending_parents FROM jobs WHERE id = 2518;
+SELECT jobs_complete(2517, 1, result => '{"rows": 80}');
+SELECT id, kind, attempt, parent_results FROM jobs_claim('worker-1', 10, ARRAY['etl']);
+-- ex: deps-cascade
+SELECT jobs_enqueue('render', queue => 'site', max_attempts => 1);
+SELECT jobs_enqueue('publish', queue => 'site', depends_on => ARRAY[2520]);
+SELECT jobs_enqueue('announce', queue => 'site', depends_on => ARRAY[2521]);
+SELECT jobs_fail(2520, 1, 'template missing') FROM jobs_claim('worker-1', 1, ARRAY['site']);
+SELECT id, kind, state, cancelled_by, last_error FROM jobs WHERE queue = 'site' ORDER BY id;
+-- ex: deps-retry
+SELECT jobs_retry(2520);
+SELECT id, kind, state, pending_parents, cancelled_by FROM jobs WHERE queue = 'site' ORDER BY id;
+
+-- ## jobs_enqueue_workflow
+-- ex: workflow
+SELECT * FROM jobs_enqueue_workflow('[
+  {"name": "extract",   "kind": "extract",   "queue": "wf", "payload": {"day": "2026-12-03"}},
+  {"name": "transform", "kind": "transform", "queue": "wf", "depends_on": ["extract"]},
+  {"name": "load",      "kind": "load",      "queue": "wf", "depends_on": ["transform"], "notify_finished": true}
+]');
+SELECT id, workflow_id, workflow_step, state, depends_on FROM jobs WHERE workflow_id = 2523 ORDER BY id;
+SELECT jobs_complete(id, attempt, '{"rows": 3}') FROM jobs_claim('worker-1', 1, ARRAY['wf']);
+SELECT id, kind, attempt, parent_results FROM jobs_claim('worker-1', 1, ARRAY['wf']);
+-- ex: workflow-error
+SELECT * FROM jobs_enqueue_workflow('[{"name": "a", "kind": "k", "depends_on": ["b"]},
+                                      {"name": "b", "kind": "k", "depends_on": ["a"]}]');
+
+-- ## jobs_cancel_workflow
+-- ex: cancel-workflow
+SELECT jobs_cancel_workflow(2523);
+SELECT jobs_complete(2524, 1);
+SELECT workflow_step, state, last_error FROM jobs WHERE workflow_id = 2523 ORDER BY id;
+
+-- ## jobs_checkpoint
+-- ex: checkpoint
+SELECT jobs_checkpoint(2518, 1, 'download', '{"file": "/tmp/merged.csv"}');
+SELECT jobs_fail(2518, 1, 'disk full', retry_at => now());
+SELECT id, attempt, checkpoints FROM jobs_claim('worker-1', 1, ARRAY['etl']);
+SELECT jobs_checkpoint(2518, 1, 'upload', 'null');
+
+-- ## jobs_progress
+-- ex: progress
+SELECT jobs_progress(2518, 2, '{"done": 1, "of": 2}');
+SELECT state, attempts, progress FROM jobs_get(2518);
+SELECT jobs_progress(2518, 1, '{"done": 2, "of": 2}');
+
+-- ## jobs_result
+-- ex: result
+SELECT * FROM jobs_result(2518);
+SELECT jobs_complete(2518, 2, '{"rows": 200}');
+SELECT * FROM jobs_result(2518);
+SELECT * FROM jobs_result(2519);
+SELECT * FROM jobs_result(999999);
