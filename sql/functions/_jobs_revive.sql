@@ -7,8 +7,10 @@
 --           never resolved), and so on down the graph: the children those had cancelled come
 --           back too. A child with another parent that is dead or cancelled (and would
 --           cancel it) stays cancelled, now in that parent's name (cancelled_by, last_error),
---           so that retrying that parent brings it back. A revived job with a unique_key takes its key again (23505 when a live
---           job holds it, as for jobs_retry).
+--           so that retrying that parent brings it back. A revived job with a unique_key
+--           takes its key again; one whose key a live job holds stays cancelled (that job does
+--           its work), so a retry of the parent does not fail for a descendant's key (only,
+--           with 23505, for one a transaction not yet committed takes meanwhile).
 -- Locks:    the revived rows. States: cancelled -> waiting.
 CREATE OR REPLACE FUNCTION _jobs_revive(ids bigint[])
 RETURNS void
@@ -54,6 +56,10 @@ BEGIN
               AND c.id = d.child_id
               AND c.cancelled_by = d.parent_id
               AND c.state = 'cancelled'
+              -- A live job took the child's key meanwhile: that job does the child's work.
+              AND (c.unique_key IS NULL
+                   OR NOT EXISTS (SELECT FROM jobs_unique_keys k
+                                  WHERE k.queue = c.queue AND k.unique_key = c.unique_key))
             RETURNING c.id, c.has_children
         )
         SELECT ARRAY(SELECT r.id FROM revived r WHERE r.has_children ORDER BY r.id) INTO v_ids;

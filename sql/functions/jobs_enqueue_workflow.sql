@@ -176,9 +176,7 @@ BEGIN
         IF jsonb_typeof(v_payload) = 'null' THEN
             v_payload := '{}';
         END IF;
-        -- ->> turns any JSON into text: only a string (or null, the default) names a queue.
-        IF v_queue = '' OR octet_length(v_queue) > 200
-           OR jsonb_typeof(v_step -> 'queue') NOT IN ('string', 'null') THEN
+        IF v_queue = '' OR octet_length(v_queue) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
                 format('step %s: queue must be a non-empty string of at most 200 bytes', to_jsonb(v_name)));
         END IF;
@@ -188,8 +186,7 @@ BEGIN
         IF NOT isfinite(v_run_at) THEN
             PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('step %s: run_at must be a finite timestamp', to_jsonb(v_name)));
         END IF;
-        IF v_ckey = '' OR octet_length(v_ckey) > 200
-           OR jsonb_typeof(v_step -> 'concurrency_key') NOT IN ('string', 'null') THEN
+        IF v_ckey = '' OR octet_length(v_ckey) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
                 format('step %s: concurrency_key must be a non-empty string of at most 200 bytes', to_jsonb(v_name)));
         END IF;
