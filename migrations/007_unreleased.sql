@@ -215,6 +215,7 @@ DROP FUNCTION jobs_get(bigint);
 {{ template "snapshots/007/functions/jobs_enqueue.sql" . }}
 {{ template "snapshots/007/functions/jobs_enqueue_workflow.sql" . }}
 {{ template "snapshots/007/functions/jobs_enqueue_many.sql" . }}
+{{ template "snapshots/007/functions/_jobs_parent_results.sql" . }}
 {{ template "snapshots/007/functions/_jobs_claim_take.sql" . }}
 {{ template "snapshots/007/functions/_jobs_claim_limited.sql" . }}
 {{ template "snapshots/007/functions/jobs_claim.sql" . }}

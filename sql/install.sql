@@ -29,6 +29,7 @@
 {{ template "functions/jobs_enqueue_workflow.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
 {{ template "functions/jobs_notify.sql" . }}
+{{ template "functions/_jobs_parent_results.sql" . }}
 {{ template "functions/_jobs_claim_take.sql" . }}
 {{ template "functions/_jobs_claim_limited.sql" . }}
 {{ template "functions/jobs_claim.sql" . }}

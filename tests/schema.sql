@@ -500,7 +500,8 @@ BEGIN
           AND c.queue = j.queue
           AND j.state = 'queued'
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                  j.lease_expires_at, j.created_at, j.meta, j.state, j.claim_id, j.depends_on, j.checkpoints
+                  j.lease_expires_at, j.created_at, j.meta, j.state, j.claim_id, j.depends_on, j.checkpoints,
+                  j.workflow_id
     ), recorded AS (
         INSERT INTO jobs_claims (claim_id, queue, expires_at, running, ids)
         SELECT c.claim_id, c.queue, now() + _jobs_claim_take.lease, count(*), array_agg(c.id ORDER BY c.id)
@@ -511,10 +512,7 @@ BEGIN
     SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
            c.lease_expires_at, c.created_at, c.meta,
            -- Only a job with parents looks anything up.
-           CASE WHEN c.depends_on IS NOT NULL THEN
-               (SELECT jsonb_object_agg(coalesce(p.workflow_step, p.id::text), p.result)
-                FROM jobs p WHERE p.id = ANY (c.depends_on))
-           END,
+           CASE WHEN c.depends_on IS NOT NULL THEN _jobs_parent_results(c.workflow_id, c.depends_on) END,
            c.checkpoints
     FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
 END;
@@ -1015,8 +1013,12 @@ BEGIN
     INSERT INTO jobs_dependencies (parent_id, child_id, resolved)
     SELECT p, v_id, s = 'done' OR (s IN ('dead', 'cancelled') AND v_run)
     FROM unnest(v_known, v_states) AS x(p, s);
+    -- Every parent's row gets a new version, even when has_children is already set: a
+    -- REPEATABLE READ transaction finishing the parent with a snapshot from before this
+    -- commit then fails with 40001 instead of missing the child (it would read
+    -- jobs_dependencies as of its snapshot and leave the child waiting forever).
     UPDATE jobs p SET has_children = true
-    WHERE p.id = ANY (v_known) AND p.has_children IS NULL;
+    WHERE p.id = ANY (v_known);
 
     IF v_state = 'queued' THEN
         INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
@@ -1069,6 +1071,25 @@ BEGIN
     -- The cancellations below fire jobs_finished_cascade for each cancelled child; this loop
     -- handles those children itself, so the trigger stands aside meanwhile.
     PERFORM set_config('skiplock.cascading', 'on', true);
+    -- A cancellation goes down the graph round by round; each round would lock its children
+    -- in id order, but not in one order with the later rounds. So every job it may reach (all
+    -- descendants through unresolved dependencies) is locked first, in id order: the order
+    -- any other caller locks a subset of them in.
+    IF EXISTS (SELECT FROM jobs j WHERE j.id = ANY (v_ids) AND j.state IN ('dead', 'cancelled')) THEN
+        PERFORM 1
+        FROM jobs c
+        WHERE c.id = ANY (ARRAY(
+                WITH RECURSIVE down(id) AS (
+                    SELECT d.child_id FROM jobs_dependencies d
+                    WHERE d.parent_id = ANY (v_ids) AND NOT d.resolved
+                    UNION
+                    SELECT d.child_id FROM down
+                    JOIN jobs_dependencies d ON d.parent_id = down.id AND NOT d.resolved
+                )
+                SELECT down.id FROM down ORDER BY down.id))
+        ORDER BY c.id
+        FOR NO KEY UPDATE;
+    END IF;
     WHILE cardinality(v_ids) > 0 LOOP
         PERFORM pg_notify('jobs_finished', j.id::text)
         FROM jobs j
@@ -1165,6 +1186,24 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) IS 'skiplock (private): raises SQLSTATE 22023 naming the bad parameter.';
+
+CREATE FUNCTION skiplock._jobs_parent_results(workflow_id bigint, parents bigint[]) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN (SELECT jsonb_object_agg(CASE WHEN p.workflow_id = _jobs_parent_results.workflow_id
+                                         THEN p.workflow_step ELSE p.id::text END,
+                                    p.result)
+            FROM jobs p
+            WHERE p.id = ANY (_jobs_parent_results.parents));
+EXCEPTION WHEN program_limit_exceeded THEN
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_parent_results(workflow_id bigint, parents bigint[]) IS 'skiplock (private): a claimed job''s parents'' results, by step name within its workflow, else by id; NULL when too large.';
 
 CREATE FUNCTION skiplock._jobs_prunable(id bigint, workflow_id bigint, has_children boolean, cutoff timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE
@@ -1722,7 +1761,7 @@ BEGIN
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
           -- A job others wait for is kept (below).
-          AND j.has_children IS NULL AND j.notify_finished IS NULL
+          AND j.has_children IS NULL AND j.notify_finished IS NULL AND j.workflow_id IS NULL
         RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     END IF;
     IF v_queue IS NULL THEN
@@ -1935,7 +1974,7 @@ BEGIN
               AND j.attempts = v_pair.attempt
               AND j.state = 'running'
               AND (j.lease_role IS NULL OR j.lease_role = v_login)
-              AND j.has_children IS NULL AND j.notify_finished IS NULL
+              AND j.has_children IS NULL AND j.notify_finished IS NULL AND j.workflow_id IS NULL
             RETURNING j.id, j.queue, j.claim_id INTO v_id, v_queue, v_claim;
             IF NOT FOUND THEN
                 UPDATE jobs j
@@ -2466,7 +2505,7 @@ CREATE FUNCTION skiplock.jobs_enqueue_workflow(steps jsonb) RETURNS TABLE(name t
 #variable_conflict use_column
 DECLARE
     v_n       integer;
-    v_index   jsonb := '{}';
+    v_index   jsonb;
     v_step    jsonb;
     v_name    text;
     v_dep     jsonb;
@@ -2474,8 +2513,14 @@ DECLARE
     v_parent  integer;
     v_ep      integer[] := '{}';
     v_ec      integer[] := '{}';
+    v_names   text[] := '{}';
     v_depth   integer[];
-    v_next    integer[];
+    v_pending integer[];
+    v_ready   integer[];
+    v_head    integer;
+    v_child   integer;
+    v_children   jsonb;
+    v_parents_of jsonb;
     v_ids     bigint[];
     v_wf      bigint;
     v_parents bigint[];
@@ -2522,11 +2567,14 @@ BEGIN
             PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
                 format('step %s has an unknown field %s', to_jsonb(v_name), to_jsonb(v_key)));
         END IF;
-        IF v_index ? v_name THEN
-            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('has two steps named %s', to_jsonb(v_name)));
-        END IF;
-        v_index := v_index || jsonb_build_object(v_name, v_i);
+        v_names[v_i] := v_name;
     END LOOP;
+    SELECT x.nm INTO v_name FROM unnest(v_names) AS x(nm) GROUP BY x.nm HAVING count(*) > 1 LIMIT 1;
+    IF FOUND THEN
+        PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('has two steps named %s', to_jsonb(v_name)));
+    END IF;
+    -- Built once: appending to a jsonb value copies it, which made each step cost as many.
+    v_index := (SELECT jsonb_object_agg(x.nm, x.i) FROM unnest(v_names) WITH ORDINALITY AS x(nm, i));
 
     -- Edges (parent index, child index).
     FOR v_i IN 1 .. v_n LOOP
@@ -2542,28 +2590,43 @@ BEGIN
                         format('step %s depends on unknown step %s', to_jsonb(v_step ->> 'name'), v_dep));
                 END IF;
                 v_parent := (v_index ->> (v_dep #>> '{}'))::integer;
-                v_ep := v_ep || v_parent;
-                v_ec := v_ec || v_i;
+                v_ep[cardinality(v_ep) + 1] := v_parent;
+                v_ec[cardinality(v_ec) + 1] := v_i;
             END LOOP;
         END IF;
     END LOOP;
 
-    -- Depth of each step (the longest path from a step without parents), by relaxing every
-    -- edge until nothing changes; a depth reaching the number of steps means a cycle.
-    v_depth := array_fill(0, ARRAY[v_n]);
-    LOOP
-        SELECT array_agg(greatest(v_depth[s.i], coalesce(m.d, 0)) ORDER BY s.i)
-        INTO v_next
-        FROM generate_series(1, v_n) AS s(i)
-        LEFT JOIN (SELECT v_ec[e] AS c, max(v_depth[v_ep[e]]) + 1 AS d
-                   FROM generate_subscripts(v_ep, 1) AS e
-                   GROUP BY 1) AS m ON m.c = s.i;
-        EXIT WHEN v_next = v_depth;
-        IF (SELECT max(x) FROM unnest(v_next) AS x) >= v_n THEN
-            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', 'form a cycle (a step depends on itself through depends_on)');
-        END IF;
-        v_depth := v_next;
+    -- Depth of each step (the longest path from a step without parents), in topological
+    -- order (Kahn): a step is taken once all its parents were; steps never taken form a
+    -- cycle. Linear in steps and dependencies.
+    v_children := (SELECT jsonb_object_agg(g.p, g.cs)
+                   FROM (SELECT v_ep[e] AS p, jsonb_agg(v_ec[e]) AS cs
+                         FROM generate_subscripts(v_ep, 1) AS e GROUP BY 1) AS g);
+    v_pending := array_fill(0, ARRAY[v_n]);
+    FOR v_i IN SELECT e FROM generate_subscripts(v_ec, 1) AS e LOOP
+        v_pending[v_ec[v_i]] := v_pending[v_ec[v_i]] + 1;
     END LOOP;
+    v_depth := array_fill(0, ARRAY[v_n]);
+    v_ready := ARRAY(SELECT s.i FROM generate_series(1, v_n) AS s(i) WHERE v_pending[s.i] = 0 ORDER BY s.i);
+    v_head := 1;
+    WHILE v_head <= cardinality(v_ready) LOOP
+        v_i := v_ready[v_head];
+        v_head := v_head + 1;
+        FOR v_child IN SELECT c::integer FROM jsonb_array_elements_text(v_children -> v_i::text) AS c LOOP
+            v_depth[v_child] := greatest(v_depth[v_child], v_depth[v_i] + 1);
+            v_pending[v_child] := v_pending[v_child] - 1;
+            IF v_pending[v_child] = 0 THEN
+                v_ready[cardinality(v_ready) + 1] := v_child;
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF cardinality(v_ready) < v_n THEN
+        PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', 'form a cycle (a step depends on itself through depends_on)');
+    END IF;
+    -- Each step's parents, by index, for the inserts below.
+    v_parents_of := (SELECT jsonb_object_agg(g.c, g.ps)
+                     FROM (SELECT v_ec[e] AS c, jsonb_agg(v_ep[e]) AS ps
+                           FROM generate_subscripts(v_ec, 1) AS e GROUP BY 1) AS g);
 
     -- Parents first; ids in that order.
     v_ids := array_fill(NULL::bigint, ARRAY[v_n]);
@@ -2629,8 +2692,8 @@ BEGIN
                 format('step %s: on_parent_failure must be "cancel" or "run"', to_jsonb(v_name)));
         END IF;
 
-        v_parents := ARRAY(SELECT DISTINCT v_ids[v_ep[e]] FROM generate_subscripts(v_ep, 1) AS e
-                           WHERE v_ec[e] = v_i ORDER BY 1);
+        v_parents := ARRAY(SELECT DISTINCT v_ids[x::integer]
+                           FROM jsonb_array_elements_text(v_parents_of -> v_i::text) AS x ORDER BY 1);
         IF v_wf IS NULL THEN
             v_wf := nextval('jobs_id_seq');
             v_id := v_wf;
@@ -3754,6 +3817,7 @@ DECLARE
     v_attempts integer;
     v_state    jobs_state;
     v_children boolean;
+    v_parent   bigint;
 BEGIN
     IF jobs_retry.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_retry', 'id', 'must not be NULL');
@@ -3773,6 +3837,13 @@ BEGIN
       AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
       -- attempts + 1 must fit in an integer (and be a fencing token never handed out).
       AND j.attempts < 2147483647
+      -- Not while a parent it waits for has ended dead or cancelled (refused below).
+      AND (coalesce(j.pending_parents, 0) = 0 OR NOT EXISTS (
+              SELECT FROM jobs_dependencies pd
+              JOIN jobs pj ON pj.id = pd.parent_id
+              WHERE pd.child_id = j.id
+                AND NOT pd.resolved
+                AND pj.state IN ('dead', 'cancelled')))
     RETURNING j.queue, j.state, j.has_children INTO v_queue, v_state, v_children;
     IF NOT FOUND THEN
         -- Why not: only these two refusals raise; any other state or an unknown id is false.
@@ -3788,6 +3859,18 @@ BEGIN
                     jobs_retry.id, v_shard, jobs_retry.id % 1024
                 USING ERRCODE = 'object_not_in_prerequisite_state',
                       HINT = 'A router would send its completion to another shard. Enqueue its payload again to run it here under a new id.';
+        END IF;
+        SELECT min(pd.parent_id) INTO v_parent
+        FROM jobs_dependencies pd
+        JOIN jobs pj ON pj.id = pd.parent_id
+        WHERE pd.child_id = jobs_retry.id
+          AND NOT pd.resolved
+          AND pj.state IN ('dead', 'cancelled');
+        IF v_parent IS NOT NULL THEN
+            RAISE EXCEPTION 'jobs_retry: job % waits for its parent %, which ended % (it would wait forever)',
+                    jobs_retry.id, v_parent, (SELECT pj.state FROM jobs pj WHERE pj.id = v_parent)
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'Retry the parent: that brings its descendants back.';
         END IF;
         IF v_attempts = 2147483647 THEN
             RAISE EXCEPTION 'jobs_retry: job % has no attempt left: attempts is at its limit, %', jobs_retry.id, v_attempts
@@ -3866,6 +3949,14 @@ BEGIN
               -- holds its lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
               AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
               AND j.attempts < 2147483647
+              -- A job whose parent ended dead or cancelled would wait for it forever:
+              -- retrying that parent brings the job back (_jobs_revive).
+              AND (coalesce(j.pending_parents, 0) = 0 OR NOT EXISTS (
+                      SELECT FROM jobs_dependencies pd
+                      JOIN jobs pj ON pj.id = pd.parent_id
+                      WHERE pd.child_id = j.id
+                        AND NOT pd.resolved
+                        AND pj.state IN ('dead', 'cancelled')))
             FOR NO KEY UPDATE SKIP LOCKED
         ) AS p
         WHERE d.state = ANY (jobs_retry_many.states)
@@ -4730,6 +4821,8 @@ REVOKE ALL ON FUNCTION skiplock._jobs_finished(ids bigint[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION skiplock._jobs_finished_cascade() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_invalid(func text, param text, problem text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_parent_results(workflow_id bigint, parents bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_prunable(id bigint, workflow_id bigint, has_children boolean, cutoff timestamp with time zone) FROM PUBLIC;
 

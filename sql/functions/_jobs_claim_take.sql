@@ -10,9 +10,8 @@
 --           jobs. A job whose attempts are already at 2147483647 (no fencing token left) goes
 --           dead instead, with the reason in last_error and errors, and is not returned. A row
 --           whose job is no longer queued is only deleted. Returns the leased jobs in claim
---           order (priority, run_at, id), each with its parents' results (parent_results: by
---           step name for workflow steps, else by id as text; NULL without parents; a
---           parent deleted since is missing) and its saved checkpoints.
+--           order (priority, run_at, id), each with its parents' results (parent_results, see
+--           _jobs_parent_results; NULL without parents) and its saved checkpoints.
 -- Locks:    the jobs rows (the update), after the jobs_queued rows: the lock order every
 --           function follows, so no two sessions wait on each other in opposite orders.
 -- States:   queued -> running (or dead at the attempts limit).
@@ -70,7 +69,8 @@ BEGIN
           AND c.queue = j.queue
           AND j.state = 'queued'
         RETURNING j.id, j.queue, j.kind, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-                  j.lease_expires_at, j.created_at, j.meta, j.state, j.claim_id, j.depends_on, j.checkpoints
+                  j.lease_expires_at, j.created_at, j.meta, j.state, j.claim_id, j.depends_on, j.checkpoints,
+                  j.workflow_id
     ), recorded AS (
         INSERT INTO jobs_claims (claim_id, queue, expires_at, running, ids)
         SELECT c.claim_id, c.queue, now() + _jobs_claim_take.lease, count(*), array_agg(c.id ORDER BY c.id)
@@ -81,10 +81,7 @@ BEGIN
     SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
            c.lease_expires_at, c.created_at, c.meta,
            -- Only a job with parents looks anything up.
-           CASE WHEN c.depends_on IS NOT NULL THEN
-               (SELECT jsonb_object_agg(coalesce(p.workflow_step, p.id::text), p.result)
-                FROM jobs p WHERE p.id = ANY (c.depends_on))
-           END,
+           CASE WHEN c.depends_on IS NOT NULL THEN _jobs_parent_results(c.workflow_id, c.depends_on) END,
            c.checkpoints
     FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
 END;

@@ -5,7 +5,8 @@
 --           depends_on and nothing is inserted (the caller's statement fails). The job gets id
 --           (or the next jobs_id_seq value), one jobs_dependencies row per parent, and
 --           pending_parents = the parents that are neither done nor (with on_parent_failure
---           'run') dead or cancelled; every parent gets has_children. The job starts
+--           'run') dead or cancelled; every parent's row is updated (has_children), so that
+--           a REPEATABLE READ transaction finishing it concurrently gets 40001. The job starts
 --           cancelled when a parent is dead or cancelled and on_parent_failure is 'cancel'
 --           (last_error and cancelled_by name the lowest such parent; its unique_key row is
 --           given back), waiting while pending_parents > 0, queued otherwise (with its
@@ -98,8 +99,12 @@ BEGIN
     INSERT INTO jobs_dependencies (parent_id, child_id, resolved)
     SELECT p, v_id, s = 'done' OR (s IN ('dead', 'cancelled') AND v_run)
     FROM unnest(v_known, v_states) AS x(p, s);
+    -- Every parent's row gets a new version, even when has_children is already set: a
+    -- REPEATABLE READ transaction finishing the parent with a snapshot from before this
+    -- commit then fails with 40001 instead of missing the child (it would read
+    -- jobs_dependencies as of its snapshot and leave the child waiting forever).
     UPDATE jobs p SET has_children = true
-    WHERE p.id = ANY (v_known) AND p.has_children IS NULL;
+    WHERE p.id = ANY (v_known);
 
     IF v_state = 'queued' THEN
         INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)

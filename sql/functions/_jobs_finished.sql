@@ -15,9 +15,13 @@
 --             whole graph (a loop, not recursion: no depth limit).
 --           pending_parents stays exact whatever the child's state, so jobs_retry can put a
 --           revived child back in the right state.
--- Locks:    the children's rows, all of a round in id order before any changes (so two
---           callers finishing parents of the same children take turns instead of
---           deadlocking), then their jobs_dependencies rows. Two last parents finishing at once
+-- Locks:    the children's rows in id order before any changes (so two callers finishing
+--           parents of the same children take turns instead of deadlocking), then their
+--           jobs_dependencies rows; for a job that ended dead or cancelled, every descendant
+--           the cancellation may reach, in one id order, before the first round. (Statements
+--           that end several jobs at once, jobs_cancel_many and jobs_requeue_expired, handle
+--           them one by one through jobs_finished_cascade: with children shared with a batch
+--           of completions they can still deadlock with it, and the loser retries.) Two last parents finishing at once
 --           in READ COMMITTED: the second waits for the first's child row, then sees its
 --           decrement and releases the child. In REPEATABLE READ or SERIALIZABLE the second
 --           gets 40001 (could not serialize): retry the transaction.
@@ -40,6 +44,25 @@ BEGIN
     -- The cancellations below fire jobs_finished_cascade for each cancelled child; this loop
     -- handles those children itself, so the trigger stands aside meanwhile.
     PERFORM set_config('skiplock.cascading', 'on', true);
+    -- A cancellation goes down the graph round by round; each round would lock its children
+    -- in id order, but not in one order with the later rounds. So every job it may reach (all
+    -- descendants through unresolved dependencies) is locked first, in id order: the order
+    -- any other caller locks a subset of them in.
+    IF EXISTS (SELECT FROM jobs j WHERE j.id = ANY (v_ids) AND j.state IN ('dead', 'cancelled')) THEN
+        PERFORM 1
+        FROM jobs c
+        WHERE c.id = ANY (ARRAY(
+                WITH RECURSIVE down(id) AS (
+                    SELECT d.child_id FROM jobs_dependencies d
+                    WHERE d.parent_id = ANY (v_ids) AND NOT d.resolved
+                    UNION
+                    SELECT d.child_id FROM down
+                    JOIN jobs_dependencies d ON d.parent_id = down.id AND NOT d.resolved
+                )
+                SELECT down.id FROM down ORDER BY down.id))
+        ORDER BY c.id
+        FOR NO KEY UPDATE;
+    END IF;
     WHILE cardinality(v_ids) > 0 LOOP
         PERFORM pg_notify('jobs_finished', j.id::text)
         FROM jobs j

@@ -14,6 +14,11 @@
 --           claim (both lower its jobs_claims running count). A job whose row a worker is changing at that instant (a
 --           claim, completion or heartbeat in progress, or a handler's open CompleteTx) is
 --           left for the next call; by then it may have finished, and is left alone.
+--           Workflows are the exception: cancelling jobs with children (has_children) also
+--           cancels their waiting descendants, one cancelled job after the other
+--           (jobs_finished_cascade), and a batch of completions locking shared children in
+--           another order can deadlock with that: one of the two gets 40P01 and is rolled
+--           back (the Go driver retries its completions; call this again).
 -- Cost:     queued jobs are read through jobs_queued (jobs_ready_idx), running ones
 --           through the jobs listed by jobs_claims, waiting ones through their unresolved
 --           jobs_dependencies rows; ids through jobs_pkey. Planned for each

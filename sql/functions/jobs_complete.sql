@@ -16,7 +16,8 @@
 --           refuse it, see _jobs_completion_deletes) the job is deleted instead of kept as
 --           done: it is then unknown, so a second completion, a stale caller's, jobs_get
 --           and jobs_list find nothing, as after jobs_maintain pruned it (a job others wait
---           for, with children or notify_finished, is kept as done).
+--           for, with children or notify_finished, and a workflow step, are kept as done: a
+--           workflow's steps are pruned together).
 --           result: stored in jobs.result (jobs_get, jobs_result, and the children's
 --           jobs_claimed.parent_results); NULL for none. When the job has children, they
 --           are released (or their count lowered) in the same transaction, and with
@@ -62,7 +63,7 @@ BEGIN
           AND j.attempts = jobs_complete.attempt
           AND (j.lease_role IS NULL OR j.lease_role = v_login)
           -- A job others wait for is kept (below).
-          AND j.has_children IS NULL AND j.notify_finished IS NULL
+          AND j.has_children IS NULL AND j.notify_finished IS NULL AND j.workflow_id IS NULL
         RETURNING j.queue, j.claim_id INTO v_queue, v_claim;
     END IF;
     IF v_queue IS NULL THEN

@@ -37,7 +37,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_n       integer;
-    v_index   jsonb := '{}';
+    v_index   jsonb;
     v_step    jsonb;
     v_name    text;
     v_dep     jsonb;
@@ -45,8 +45,14 @@ DECLARE
     v_parent  integer;
     v_ep      integer[] := '{}';
     v_ec      integer[] := '{}';
+    v_names   text[] := '{}';
     v_depth   integer[];
-    v_next    integer[];
+    v_pending integer[];
+    v_ready   integer[];
+    v_head    integer;
+    v_child   integer;
+    v_children   jsonb;
+    v_parents_of jsonb;
     v_ids     bigint[];
     v_wf      bigint;
     v_parents bigint[];
@@ -93,11 +99,14 @@ BEGIN
             PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps',
                 format('step %s has an unknown field %s', to_jsonb(v_name), to_jsonb(v_key)));
         END IF;
-        IF v_index ? v_name THEN
-            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('has two steps named %s', to_jsonb(v_name)));
-        END IF;
-        v_index := v_index || jsonb_build_object(v_name, v_i);
+        v_names[v_i] := v_name;
     END LOOP;
+    SELECT x.nm INTO v_name FROM unnest(v_names) AS x(nm) GROUP BY x.nm HAVING count(*) > 1 LIMIT 1;
+    IF FOUND THEN
+        PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', format('has two steps named %s', to_jsonb(v_name)));
+    END IF;
+    -- Built once: appending to a jsonb value copies it, which made each step cost as many.
+    v_index := (SELECT jsonb_object_agg(x.nm, x.i) FROM unnest(v_names) WITH ORDINALITY AS x(nm, i));
 
     -- Edges (parent index, child index).
     FOR v_i IN 1 .. v_n LOOP
@@ -113,28 +122,43 @@ BEGIN
                         format('step %s depends on unknown step %s', to_jsonb(v_step ->> 'name'), v_dep));
                 END IF;
                 v_parent := (v_index ->> (v_dep #>> '{}'))::integer;
-                v_ep := v_ep || v_parent;
-                v_ec := v_ec || v_i;
+                v_ep[cardinality(v_ep) + 1] := v_parent;
+                v_ec[cardinality(v_ec) + 1] := v_i;
             END LOOP;
         END IF;
     END LOOP;
 
-    -- Depth of each step (the longest path from a step without parents), by relaxing every
-    -- edge until nothing changes; a depth reaching the number of steps means a cycle.
-    v_depth := array_fill(0, ARRAY[v_n]);
-    LOOP
-        SELECT array_agg(greatest(v_depth[s.i], coalesce(m.d, 0)) ORDER BY s.i)
-        INTO v_next
-        FROM generate_series(1, v_n) AS s(i)
-        LEFT JOIN (SELECT v_ec[e] AS c, max(v_depth[v_ep[e]]) + 1 AS d
-                   FROM generate_subscripts(v_ep, 1) AS e
-                   GROUP BY 1) AS m ON m.c = s.i;
-        EXIT WHEN v_next = v_depth;
-        IF (SELECT max(x) FROM unnest(v_next) AS x) >= v_n THEN
-            PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', 'form a cycle (a step depends on itself through depends_on)');
-        END IF;
-        v_depth := v_next;
+    -- Depth of each step (the longest path from a step without parents), in topological
+    -- order (Kahn): a step is taken once all its parents were; steps never taken form a
+    -- cycle. Linear in steps and dependencies.
+    v_children := (SELECT jsonb_object_agg(g.p, g.cs)
+                   FROM (SELECT v_ep[e] AS p, jsonb_agg(v_ec[e]) AS cs
+                         FROM generate_subscripts(v_ep, 1) AS e GROUP BY 1) AS g);
+    v_pending := array_fill(0, ARRAY[v_n]);
+    FOR v_i IN SELECT e FROM generate_subscripts(v_ec, 1) AS e LOOP
+        v_pending[v_ec[v_i]] := v_pending[v_ec[v_i]] + 1;
     END LOOP;
+    v_depth := array_fill(0, ARRAY[v_n]);
+    v_ready := ARRAY(SELECT s.i FROM generate_series(1, v_n) AS s(i) WHERE v_pending[s.i] = 0 ORDER BY s.i);
+    v_head := 1;
+    WHILE v_head <= cardinality(v_ready) LOOP
+        v_i := v_ready[v_head];
+        v_head := v_head + 1;
+        FOR v_child IN SELECT c::integer FROM jsonb_array_elements_text(v_children -> v_i::text) AS c LOOP
+            v_depth[v_child] := greatest(v_depth[v_child], v_depth[v_i] + 1);
+            v_pending[v_child] := v_pending[v_child] - 1;
+            IF v_pending[v_child] = 0 THEN
+                v_ready[cardinality(v_ready) + 1] := v_child;
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF cardinality(v_ready) < v_n THEN
+        PERFORM _jobs_invalid('jobs_enqueue_workflow', 'steps', 'form a cycle (a step depends on itself through depends_on)');
+    END IF;
+    -- Each step's parents, by index, for the inserts below.
+    v_parents_of := (SELECT jsonb_object_agg(g.c, g.ps)
+                     FROM (SELECT v_ec[e] AS c, jsonb_agg(v_ep[e]) AS ps
+                           FROM generate_subscripts(v_ec, 1) AS e GROUP BY 1) AS g);
 
     -- Parents first; ids in that order.
     v_ids := array_fill(NULL::bigint, ARRAY[v_n]);
@@ -200,8 +224,8 @@ BEGIN
                 format('step %s: on_parent_failure must be "cancel" or "run"', to_jsonb(v_name)));
         END IF;
 
-        v_parents := ARRAY(SELECT DISTINCT v_ids[v_ep[e]] FROM generate_subscripts(v_ep, 1) AS e
-                           WHERE v_ec[e] = v_i ORDER BY 1);
+        v_parents := ARRAY(SELECT DISTINCT v_ids[x::integer]
+                           FROM jsonb_array_elements_text(v_parents_of -> v_i::text) AS x ORDER BY 1);
         IF v_wf IS NULL THEN
             v_wf := nextval('jobs_id_seq');
             v_id := v_wf;

@@ -18,6 +18,10 @@
 --           concurrency-limited queue (jobs_queues) whose jobs went dead (slots came back).
 -- Locks:    the expired rows, then their jobs_claims rows (in claim_id order; the ones whose
 --           expiry moves SKIP LOCKED), until the caller's transaction ends.
+--           A job going dead with children (has_children) also cancels its waiting
+--           descendants (jobs_finished_cascade, one dead job after the other); a batch of
+--           completions locking shared children in another order can deadlock with that, and
+--           the loser gets 40P01 (jobs_maintain runs it again next round).
 -- States:   running -> queued, or running -> dead (finished_at set); clears lease_expires_at
 --           and lease_role.
 -- Time:     now() (transaction start).

@@ -13,6 +13,8 @@
 --           waits for it, and leaves the job if it commits). NOTIFYs jobs_ready once per queue
 --           that got jobs back.
 --           To retry everything that matches, call it until it returns 0 (docs/sql-api.md).
+--           A job waiting for a parent that ended dead or cancelled is left alone too (it
+--           would wait forever): retrying that parent brings it back.
 --           Jobs jobs_retry refuses (55000) are left alone and not counted, so a call never
 --           fails for one of them and a drain loop ends: on a shard, jobs whose id does not
 --           carry the shard number (created before jobs_set_shard; a router would send their
@@ -111,6 +113,14 @@ BEGIN
               -- holds its lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
               AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
               AND j.attempts < 2147483647
+              -- A job whose parent ended dead or cancelled would wait for it forever:
+              -- retrying that parent brings the job back (_jobs_revive).
+              AND (coalesce(j.pending_parents, 0) = 0 OR NOT EXISTS (
+                      SELECT FROM jobs_dependencies pd
+                      JOIN jobs pj ON pj.id = pd.parent_id
+                      WHERE pd.child_id = j.id
+                        AND NOT pd.resolved
+                        AND pj.state IN ('dead', 'cancelled')))
             FOR NO KEY UPDATE SKIP LOCKED
         ) AS p
         WHERE d.state = ANY (jobs_retry_many.states)

@@ -72,6 +72,7 @@ BEGIN
             ('jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean)', '{jobs_producer}'),
             ('jobs_notify(text)',                                                                       '{jobs_producer}'),
             ('_jobs_claim_limited(text, integer, text[], interval, boolean, text[], integer[])',         '{}'),
+            ('_jobs_parent_results(bigint, bigint[])',                                                  '{}'),
             ('_jobs_claim_take(text, interval, tid[])',                                                 '{}'),
             ('_jobs_claims_release(bigint[])',                                                          '{}'),
             ('_jobs_queued_sync()',                                                                     '{}'),

@@ -10,7 +10,7 @@
 --           concurrency-limited queue (jobs_queues) that got slots back.
 --           With jobs_settings.done_retention 0 the completed jobs are deleted instead of
 --           kept as done, as jobs_complete does (see _jobs_completion_deletes; jobs others
---           wait for are kept): one DELETE
+--           wait for and workflow steps are kept): one DELETE
 --           per pair, in id order, each its own fence check and row lock (no separate lock
 --           first: one WAL record per job instead of two).
 -- Locks:    the completed rows, until the caller's transaction ends. Rows are locked in id
@@ -72,7 +72,7 @@ BEGIN
               AND j.attempts = v_pair.attempt
               AND j.state = 'running'
               AND (j.lease_role IS NULL OR j.lease_role = v_login)
-              AND j.has_children IS NULL AND j.notify_finished IS NULL
+              AND j.has_children IS NULL AND j.notify_finished IS NULL AND j.workflow_id IS NULL
             RETURNING j.id, j.queue, j.claim_id INTO v_id, v_queue, v_claim;
             IF NOT FOUND THEN
                 UPDATE jobs j

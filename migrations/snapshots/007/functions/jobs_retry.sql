@@ -21,7 +21,8 @@
 --           that another live (queued or running) job of its queue holds now; 55000
 --           (object_not_in_prerequisite_state) when the dead or cancelled job's id does not
 --           carry this shard's number, or its attempts are at 2147483647 (the integer limit:
---           no attempt number is left for it).
+--           no attempt number is left for it), or it waits for a parent that ended dead or
+--           cancelled (it would wait forever: retry the parent, which brings it back).
 CREATE OR REPLACE FUNCTION jobs_retry(id bigint)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -35,6 +36,7 @@ DECLARE
     v_attempts integer;
     v_state    jobs_state;
     v_children boolean;
+    v_parent   bigint;
 BEGIN
     IF jobs_retry.id IS NULL THEN
         PERFORM _jobs_invalid('jobs_retry', 'id', 'must not be NULL');
@@ -54,6 +56,13 @@ BEGIN
       AND j.id % 1024 = coalesce((SELECT s.shard FROM jobs_settings s), j.id % 1024)
       -- attempts + 1 must fit in an integer (and be a fencing token never handed out).
       AND j.attempts < 2147483647
+      -- Not while a parent it waits for has ended dead or cancelled (refused below).
+      AND (coalesce(j.pending_parents, 0) = 0 OR NOT EXISTS (
+              SELECT FROM jobs_dependencies pd
+              JOIN jobs pj ON pj.id = pd.parent_id
+              WHERE pd.child_id = j.id
+                AND NOT pd.resolved
+                AND pj.state IN ('dead', 'cancelled')))
     RETURNING j.queue, j.state, j.has_children INTO v_queue, v_state, v_children;
     IF NOT FOUND THEN
         -- Why not: only these two refusals raise; any other state or an unknown id is false.
@@ -69,6 +78,18 @@ BEGIN
                     jobs_retry.id, v_shard, jobs_retry.id % 1024
                 USING ERRCODE = 'object_not_in_prerequisite_state',
                       HINT = 'A router would send its completion to another shard. Enqueue its payload again to run it here under a new id.';
+        END IF;
+        SELECT min(pd.parent_id) INTO v_parent
+        FROM jobs_dependencies pd
+        JOIN jobs pj ON pj.id = pd.parent_id
+        WHERE pd.child_id = jobs_retry.id
+          AND NOT pd.resolved
+          AND pj.state IN ('dead', 'cancelled');
+        IF v_parent IS NOT NULL THEN
+            RAISE EXCEPTION 'jobs_retry: job % waits for its parent %, which ended % (it would wait forever)',
+                    jobs_retry.id, v_parent, (SELECT pj.state FROM jobs pj WHERE pj.id = v_parent)
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'Retry the parent: that brings its descendants back.';
         END IF;
         IF v_attempts = 2147483647 THEN
             RAISE EXCEPTION 'jobs_retry: job % has no attempt left: attempts is at its limit, %', jobs_retry.id, v_attempts

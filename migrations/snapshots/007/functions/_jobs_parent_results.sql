@@ -1,0 +1,31 @@
+-- _jobs_parent_results: what a claim hands a job with parents as jobs_claimed.parent_results.
+--
+-- Promises: a JSON object with one key per parent that still exists: the parent's
+--           workflow_step when the parent is a step of the child's own workflow
+--           (workflow_id), else the parent's id as text (so that steps of two workflows with
+--           the same name, or a step named like an id, never share a key); the value is the
+--           parent's result (JSON null for none). NULL when no parent exists any more, and
+--           NULL too when the results together are larger than a jsonb value can be (256 MB):
+--           a claim must never fail for one job (it would block its whole queue); the handler
+--           then reads each parent's result with jobs_result (jobs_get gives depends_on).
+-- Locks:    none. States: none.
+CREATE OR REPLACE FUNCTION _jobs_parent_results(workflow_id bigint, parents bigint[])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN (SELECT jsonb_object_agg(CASE WHEN p.workflow_id = _jobs_parent_results.workflow_id
+                                         THEN p.workflow_step ELSE p.id::text END,
+                                    p.result)
+            FROM jobs p
+            WHERE p.id = ANY (_jobs_parent_results.parents));
+EXCEPTION WHEN program_limit_exceeded THEN
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION _jobs_parent_results(bigint, bigint[]) IS
+    'skiplock (private): a claimed job''s parents'' results, by step name within its workflow, else by id; NULL when too large.';
