@@ -1067,6 +1067,7 @@ DECLARE
     v_ids      bigint[] := _jobs_finished.ids;
     v_children bigint[];
     v_queues   text[];
+    v_failed   boolean;
 BEGIN
     -- The cancellations below fire jobs_finished_cascade for each cancelled child; this loop
     -- handles those children itself, so the trigger stands aside meanwhile.
@@ -1075,7 +1076,8 @@ BEGIN
     -- in id order, but not in one order with the later rounds. So every job it may reach (all
     -- descendants through unresolved dependencies) is locked first, in id order: the order
     -- any other caller locks a subset of them in.
-    IF EXISTS (SELECT FROM jobs j WHERE j.id = ANY (v_ids) AND j.state IN ('dead', 'cancelled')) THEN
+    v_failed := EXISTS (SELECT FROM jobs j WHERE j.id = ANY (v_ids) AND j.state IN ('dead', 'cancelled'));
+    IF v_failed THEN
         PERFORM 1
         FROM jobs c
         WHERE c.id = ANY (ARRAY(
@@ -1129,7 +1131,9 @@ BEGIN
         INTO v_queues;
         PERFORM pg_notify('jobs_ready', q) FROM unnest(v_queues) AS q;
 
-        -- Children of a dead or cancelled parent that do not run without it.
+        -- Children of a dead or cancelled parent that do not run without it (the only
+        -- children a later round looks at: those are cancelled jobs).
+        EXIT WHEN NOT v_failed;
         WITH cancelled AS (
             UPDATE jobs c
             SET state = 'cancelled',
@@ -1192,14 +1196,29 @@ CREATE FUNCTION skiplock._jobs_parent_results(workflow_id bigint, parents bigint
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 #variable_conflict use_column
+DECLARE
+    v_size bigint;
 BEGIN
+    -- Results that take less than 512 kB as stored (compressed or not) cannot overflow:
+    -- neither pglz nor lz4 expands data more than 255 times. Larger ones are measured as the
+    -- object would hold them (each result uncompressed, with a key of at most 200 bytes and
+    -- its entry), rather than built and caught failing (a subtransaction per claimed child).
+    SELECT sum(pg_column_size(p.result)) INTO v_size
+    FROM jobs p
+    WHERE p.id = ANY (_jobs_parent_results.parents);
+    IF v_size >= 524288 THEN
+        SELECT sum(pg_column_size(jsonb_build_array(p.result)) + 256) INTO v_size
+        FROM jobs p
+        WHERE p.id = ANY (_jobs_parent_results.parents);
+        IF v_size > 268435455 THEN
+            RETURN NULL;
+        END IF;
+    END IF;
     RETURN (SELECT jsonb_object_agg(CASE WHEN p.workflow_id = _jobs_parent_results.workflow_id
                                          THEN p.workflow_step ELSE p.id::text END,
                                     p.result)
             FROM jobs p
             WHERE p.id = ANY (_jobs_parent_results.parents));
-EXCEPTION WHEN program_limit_exceeded THEN
-    RETURN NULL;
 END;
 $$;
 

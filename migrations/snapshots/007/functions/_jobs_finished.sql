@@ -40,6 +40,7 @@ DECLARE
     v_ids      bigint[] := _jobs_finished.ids;
     v_children bigint[];
     v_queues   text[];
+    v_failed   boolean;
 BEGIN
     -- The cancellations below fire jobs_finished_cascade for each cancelled child; this loop
     -- handles those children itself, so the trigger stands aside meanwhile.
@@ -48,7 +49,8 @@ BEGIN
     -- in id order, but not in one order with the later rounds. So every job it may reach (all
     -- descendants through unresolved dependencies) is locked first, in id order: the order
     -- any other caller locks a subset of them in.
-    IF EXISTS (SELECT FROM jobs j WHERE j.id = ANY (v_ids) AND j.state IN ('dead', 'cancelled')) THEN
+    v_failed := EXISTS (SELECT FROM jobs j WHERE j.id = ANY (v_ids) AND j.state IN ('dead', 'cancelled'));
+    IF v_failed THEN
         PERFORM 1
         FROM jobs c
         WHERE c.id = ANY (ARRAY(
@@ -102,7 +104,9 @@ BEGIN
         INTO v_queues;
         PERFORM pg_notify('jobs_ready', q) FROM unnest(v_queues) AS q;
 
-        -- Children of a dead or cancelled parent that do not run without it.
+        -- Children of a dead or cancelled parent that do not run without it (the only
+        -- children a later round looks at: those are cancelled jobs).
+        EXIT WHEN NOT v_failed;
         WITH cancelled AS (
             UPDATE jobs c
             SET state = 'cancelled',

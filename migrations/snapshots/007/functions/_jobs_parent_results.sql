@@ -16,14 +16,29 @@ STABLE
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_size bigint;
 BEGIN
+    -- Results that take less than 512 kB as stored (compressed or not) cannot overflow:
+    -- neither pglz nor lz4 expands data more than 255 times. Larger ones are measured as the
+    -- object would hold them (each result uncompressed, with a key of at most 200 bytes and
+    -- its entry), rather than built and caught failing (a subtransaction per claimed child).
+    SELECT sum(pg_column_size(p.result)) INTO v_size
+    FROM jobs p
+    WHERE p.id = ANY (_jobs_parent_results.parents);
+    IF v_size >= 524288 THEN
+        SELECT sum(pg_column_size(jsonb_build_array(p.result)) + 256) INTO v_size
+        FROM jobs p
+        WHERE p.id = ANY (_jobs_parent_results.parents);
+        IF v_size > 268435455 THEN
+            RETURN NULL;
+        END IF;
+    END IF;
     RETURN (SELECT jsonb_object_agg(CASE WHEN p.workflow_id = _jobs_parent_results.workflow_id
                                          THEN p.workflow_step ELSE p.id::text END,
                                     p.result)
             FROM jobs p
             WHERE p.id = ANY (_jobs_parent_results.parents));
-EXCEPTION WHEN program_limit_exceeded THEN
-    RETURN NULL;
 END;
 $$;
 
