@@ -19,7 +19,7 @@ import (
 func CompleteTx[T any](ctx context.Context, tx pgx.Tx, job *Job[T]) error {
 	var ok bool
 	if err := tx.QueryRow(ctx, completeSQL, job.ID, int32(job.Attempt), []byte(job.result)).Scan(&ok); err != nil {
-		return fmt.Errorf("failed to complete job %d in transaction: %w", job.ID, err)
+		return fmt.Errorf("failed to complete job %d in transaction: %w", job.ID, sqlInvalid(err))
 	}
 	if !ok {
 		return ErrNotHeld

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -17,7 +18,10 @@ import (
 // or is being claimed (limitedIdle), and one batch is in flight at a time, so under load the batches grow
 // with the round trip time. A batch that fails because the connection died is
 // retried (the calls are fenced, so repeating one is safe) until it succeeds or Run
-// abandons database calls at the end of shutdown.
+// abandons database calls at the end of shutdown. A batch the database refuses for a job's
+// result (over 1 MB in jsonb's text, which the driver cannot always tell in Go) is completed
+// one job at a time instead: the job whose result is refused is cancelled, the others
+// complete. Only batches so refused pay a call per job.
 //
 // When a fetch loop has free slots and reason to claim, a batch claims for it in the same
 // call (jobs_complete_and_claim): one commit instead of two, and a second claim in flight
@@ -212,7 +216,11 @@ func (cp *completer) flush(ctx context.Context) {
 	cp.mu.Unlock()
 }
 
-// send completes one batch, retrying connection errors, and reports the outcomes.
+// send completes one batch, retrying connection errors, and reports the outcomes. A batch
+// the database refuses for its results (22023 naming results: a job's result is over 1 MB in
+// jsonb's text, which encodeJSONValue cannot always tell from Go's encoding) is completed
+// one job at a time instead (completeEach), so that one job's result neither loses the
+// others' completions nor makes the whole batch run again.
 func (cp *completer) send(ctx context.Context, batch []completion) {
 	c := cp.c
 	defer paid(batch)
@@ -229,33 +237,100 @@ func (cp *completer) send(ctx context.Context, batch []completion) {
 		clear(cp.results)
 		cp.results = cp.results[:0]
 	}
+	switch err := cp.retry(ctx, batch, cp.call); {
+	case err == nil:
+		c.reportCompletions(batch, cp.done)
+	case withResults && invalidParameter(err, "results"):
+		c.logger.Warn("job completions refused for a job's result; completing those jobs one at a time",
+			slog.Int("jobs", len(batch)), slog.Any("error", sqlInvalid(err)))
+		cp.completeEach(ctx, batch)
+	case ctx.Err() != nil:
+		c.logger.Error("failed to record job completions before shutdown; those jobs run again after their lease expires",
+			slog.Int("jobs", len(batch)), slog.Any("error", err))
+	default:
+		c.logger.Error("failed to record job completions; those jobs run again after their lease expires",
+			slog.Int("jobs", len(batch)), slog.Any("error", err))
+	}
+}
+
+// retry calls call, which completes batch and collects the ids completed into cp.done,
+// until it is answered: connection errors are retried with backoff (the calls are fenced,
+// so repeating one is safe) until ctx ends. When an earlier attempt may have committed
+// without its reply arriving, confirmEarlierCommit finds the jobs it completed. It returns
+// the last error when no answer came: one retrying cannot fix, or ctx's end.
+func (cp *completer) retry(ctx context.Context, batch []completion, call func(context.Context, []completion) error) error {
 	var b backoff
 	mayHaveCommitted := false // a failed attempt may have committed before its reply was lost
 	for {
 		sent := time.Now()
-		err := cp.call(ctx, batch)
+		err := call(ctx, batch)
 		if err == nil {
 			if mayHaveCommitted && len(cp.done) < len(batch) {
 				cp.confirmEarlierCommit(ctx, batch, sent)
 			}
-			break
+			return nil
 		}
 		if !pgconn.SafeToRetry(err) {
 			mayHaveCommitted = true
 		}
 		if ctx.Err() != nil || !retryable(err) {
-			c.logger.Error("failed to record job completions; those jobs run again after their lease expires",
-				slog.Int("jobs", len(batch)), slog.Any("error", err))
-			return
+			return err
 		}
-		c.logger.Warn("failed to record job completions; retrying", slog.Int("jobs", len(batch)), slog.Any("error", err))
+		cp.c.logger.Warn("failed to record job completions; retrying", slog.Int("jobs", len(batch)), slog.Any("error", err))
 		if !sleepCtx(ctx, b.next()) {
-			c.logger.Error("failed to record job completions before shutdown; those jobs run again after their lease expires",
-				slog.Int("jobs", len(batch)), slog.Any("error", err))
-			return
+			return err
 		}
 	}
-	c.reportCompletions(batch, cp.done)
+}
+
+// completeEach completes the jobs of batch one at a time with jobs_complete, after the
+// batch's call was refused for its results, and reports the outcomes. A job whose own
+// result the database refuses is cancelled with the worker's fenced jobs_cancel, like a job
+// whose payload does not decode: its handler succeeded, but the result cannot be stored,
+// and another attempt would return the same result. Only this path pays a call per job.
+func (cp *completer) completeEach(ctx context.Context, batch []completion) {
+	c := cp.c
+	done := make(map[int64]struct{}, len(batch))
+	answered := make([]completion, 0, len(batch)) // the jobs completed or found no longer held
+	for i, cm := range batch {
+		err := cp.retry(ctx, batch[i:i+1], cp.callOne)
+		switch {
+		case err == nil:
+			answered = append(answered, cm)
+			if _, ok := cp.done[cm.ex.row.ID]; ok {
+				done[cm.ex.row.ID] = struct{}{}
+			}
+		case invalidParameter(err, "result"):
+			c.cancelJob(cm.ex, fmt.Errorf("failed to store the result of kind %q (the handler succeeded; cancelled, as another attempt would return the same result): %w",
+				cm.ex.row.Kind, sqlInvalid(err)), cm.dur)
+		case ctx.Err() != nil:
+			c.logger.Error("failed to record job completions before shutdown; those jobs run again after their lease expires",
+				slog.Int("jobs", len(batch)-i), slog.Any("error", err))
+			c.reportCompletions(answered, done)
+			return
+		default:
+			c.logger.Error("failed to record job completion; the job runs again after its lease expires",
+				slog.Int64("job_id", cm.ex.row.ID), slog.Int("attempt", cm.ex.row.Attempt), slog.Any("error", err))
+		}
+	}
+	c.reportCompletions(answered, done)
+}
+
+// callOne completes the job of batch, which holds one, with jobs_complete, and puts its id
+// in cp.done when it was completed.
+func (cp *completer) callOne(ctx context.Context, batch []completion) error {
+	clear(cp.done) // from an earlier job
+	ex := batch[0].ex
+	qctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	var ok bool
+	if err := cp.c.pool.QueryRow(qctx, completeSQL, ex.row.ID, int32(ex.row.Attempt), []byte(ex.row.result)).Scan(&ok); err != nil {
+		return err
+	}
+	if ok {
+		cp.done[ex.row.ID] = struct{}{}
+	}
+	return nil
 }
 
 // confirmEarlierCommit looks up the jobs of batch that a retried call did not complete

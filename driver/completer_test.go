@@ -2,6 +2,8 @@ package driver_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,5 +195,85 @@ func TestHookEvents(t *testing.T) {
 	waitUntil(t, 20*time.Second, "500 completed events", func() bool { return completed.Load() == 500 })
 	if started.Load() != 500 || badDuration.Load() {
 		t.Fatalf("started=%d badDuration=%v", started.Load(), badDuration.Load())
+	}
+}
+
+// A batch of completions the database refuses for one job's result (3,500 × 1e300: 24 KB as
+// Go's JSON, which SetResult accepts, but over 1 MB as jsonb's text, where each number has
+// 301 digits) is completed one job at a time: the other jobs are done with their results,
+// the one whose result was refused is cancelled with a last_error saying so, and no job runs
+// twice.
+func TestCompletionBatchWithARefusedResult(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const jobs = 11
+	big := make([]float64, 3500)
+	for i := range big {
+		big[i] = 1e300
+	}
+	var mu sync.Mutex
+	runs := map[int64]int{}
+	hs := driver.NewHandlers()
+	driver.AddHandler(hs, "result", func(ctx context.Context, job *driver.Job[struct{ N int }]) error {
+		mu.Lock()
+		runs[job.ID]++
+		mu.Unlock()
+		if job.Payload.N == 0 {
+			if err := job.SetResult(big); err != nil {
+				t.Errorf("SetResult of 3,500 × 1e300: %v, want it accepted (the database decides)", err)
+			}
+			return nil
+		}
+		return job.SetResult(map[string]int{"n": job.Payload.N})
+	}, nil)
+	params := make([]driver.EnqueueParams, jobs)
+	for i := range params {
+		params[i] = driver.EnqueueParams{Kind: "result", Payload: map[string]int{"N": i}}
+	}
+	ids, err := driver.EnqueueMany(context.Background(), b.pool, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &eventRecorder{}
+	cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: jobs}})
+	cfg.CompleteBatchDelay = 300 * time.Millisecond // one batch for all
+	cfg.Hook = rec
+	startClient(t, b.pool, cfg)
+
+	waitUntil(t, 5*time.Second, "every job finished and reported", func() bool {
+		for _, id := range ids {
+			if len(rec.kinds(id)) < 2 {
+				return false
+			}
+		}
+		return queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'cancelled')") == 0
+	})
+	bad := getJob(t, b.pool, ids[0])
+	if bad.State != "cancelled" || bad.Attempts != 1 || bad.LastError == nil ||
+		!strings.Contains(*bad.LastError, "result") || !strings.Contains(*bad.LastError, "1 MB") {
+		t.Errorf("job with the refused result = %+v (last_error %v), want cancelled at attempt 1 with a last_error naming its result", bad, bad.LastError)
+	}
+	if e, ok := rec.find(ids[0], driver.EventCancelled); !ok || !driver.IsInvalid(e.Err) {
+		t.Errorf("events of the job with the refused result = %v, want started and cancelled with an InvalidError", rec.kinds(ids[0]))
+	}
+	for i, id := range ids[1:] {
+		var state, result string
+		if err := b.pool.QueryRow(context.Background(), "SELECT state::text, result::text FROM jobs_result($1)", id).
+			Scan(&state, &result); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`{"n": %d}`, i+1); state != "done" || result != want {
+			t.Errorf("job %d = %s with %s, want done with %s", id, state, result, want)
+		}
+		if k := rec.kinds(id); len(k) != 2 || k[1] != driver.EventCompleted {
+			t.Errorf("events of job %d = %v, want started and completed", id, k)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if runs[id] != 1 {
+			t.Errorf("job %d ran %d times, want once", id, runs[id])
+		}
 	}
 }

@@ -134,6 +134,13 @@ func sqlInvalid(err error) error {
 	return &InvalidError{Field: pgErr.ColumnName, Problem: problem, Err: pgErr}
 }
 
+// invalidParameter reports whether err is the SQL functions' 22023 naming the parameter
+// name.
+func invalidParameter(err error, name string) bool {
+	var ie *InvalidError
+	return errors.As(sqlInvalid(err), &ie) && ie.Err != nil && ie.Field == name
+}
+
 // fatalSQL reports whether a database error means the client cannot work at all (skiplock
 // not installed where the connection looks, or the role may not call the functions), so that
 // retrying is pointless and Run should return it.

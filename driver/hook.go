@@ -16,8 +16,8 @@ const (
 	// EventSnoozed: the job went back to its queue without spending an attempt, because
 	// the handler returned Snooze, or because shutdown interrupted it.
 	EventSnoozed
-	// EventCancelled: the job was cancelled (the handler returned Cancel, or its payload
-	// could not be decoded).
+	// EventCancelled: the job was cancelled (the handler returned Cancel, its payload
+	// could not be decoded, or the database refused the result it recorded).
 	EventCancelled
 	// EventLost: the job was no longer held when its outcome was to be recorded (its lease
 	// expired and it was taken back, or it was cancelled), so the outcome was dropped: the
@@ -61,7 +61,8 @@ type Event struct {
 	// Duration is how long the handler ran. Zero for EventStarted.
 	Duration time.Duration
 
-	// Err is the handler's error (or the recovered panic, the decode error) for
+	// Err is the handler's error (or the recovered panic, the decode error, the refusal of
+	// its result) for
 	// EventFailed, EventSnoozed and EventCancelled; ErrNotHeld for EventLost.
 	Err error
 }

@@ -21,7 +21,11 @@ const resultMaxBytes = 1 << 20
 // return it, and the job's children find it in JobRow.ParentResults. Call it before
 // returning nil (or before CompleteTx); a later call replaces the value, and a failed attempt
 // stores nothing. A json.RawMessage is stored as it is. It returns an *InvalidError when v
-// cannot be encoded or is larger than 1 MB.
+// cannot be encoded, holds the NUL character (\u0000) or is larger than 1 MB as compact JSON.
+// The database measures jsonb's text, which can be longer (1e300 prints as 301 digits): a
+// result it refuses when the driver completes the job cancels the job, with a last_error
+// saying why, since another attempt would return the same result ([CompleteTx] returns the
+// refusal instead).
 func (j *Job[T]) SetResult(v any) error {
 	b, err := encodeJSONValue("result", v)
 	if err != nil {
@@ -140,7 +144,8 @@ func readResult(ctx context.Context, conn *pgx.Conn, id int64) (*JobResult, erro
 }
 
 // encodeJSONValue encodes v for a jsonb argument named field (a json.RawMessage as it is),
-// refusing what the SQL function would refuse for its size.
+// refusing what the SQL function surely refuses. Characters are not escaped for HTML: Go's
+// \u003c for '<' is 6 bytes of the size the SQL functions measure, jsonb's text 1.
 func encodeJSONValue(field string, v any) (json.RawMessage, error) {
 	var b []byte
 	if raw, ok := v.(json.RawMessage); ok {
@@ -149,20 +154,52 @@ func encodeJSONValue(field string, v any) (json.RawMessage, error) {
 		}
 		b = raw
 	} else {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
 			return nil, &InvalidError{Field: field, Problem: fmt.Sprintf("cannot be encoded as JSON: %v", err)}
 		}
+		b = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	// jsonb refuses the NUL character (22P05), which would fail a whole batch of completions.
-	if bytes.Contains(b, []byte(`\u0000`)) {
+	if hasNULEscape(b) {
 		return nil, &InvalidError{Field: field, Problem: "must not contain the NUL character (\\u0000), which PostgreSQL's jsonb refuses"}
 	}
-	// The SQL functions measure jsonb's text, which puts a space after each ',' and ':';
-	// counting those in strings too errs on the side of refusing here, so that a batch of
-	// completions never fails in the database for one job's result.
-	if n := len(b) + bytes.Count(b, []byte(",")) + bytes.Count(b, []byte(":")); n > resultMaxBytes {
-		return nil, &InvalidError{Field: field, Problem: fmt.Sprintf("must be at most 1 MB as JSON text, got about %d bytes", n)}
+	// The SQL functions measure jsonb's text, which is longer than compact JSON in most ways
+	// (a space after each ',' and ':', numbers in full: 1e300 is 301 digits) and shorter only
+	// by escapes where jsonb writes the character (Go's \u2028, a json.RawMessage's own) and
+	// a json.RawMessage's duplicate keys. So only compact JSON over the limit is refused here;
+	// the database decides the rest, and the completer cancels a job whose result it refuses.
+	if n := len(b); n > resultMaxBytes {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, b); err == nil {
+			n = compact.Len()
+		}
+		if n > resultMaxBytes {
+			return nil, &InvalidError{Field: field, Problem: fmt.Sprintf("must be at most 1 MB as JSON text, got %d bytes", n)}
+		}
 	}
 	return b, nil
+}
+
+// hasNULEscape reports whether the JSON text b holds the escape \u0000, a NUL character:
+// one preceded by an even number of backslashes (in \\u0000 the backslash is itself escaped,
+// and the string holds a backslash followed by "u0000").
+func hasNULEscape(b []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(`\u0000`))
+		if j < 0 {
+			return false
+		}
+		j += i
+		n := 0
+		for k := j - 1; k >= 0 && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return true
+		}
+		i = j + 1
+	}
 }

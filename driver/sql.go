@@ -41,7 +41,8 @@ FROM jobs_claim($1, $2, $3, $4)`
 // completeManySQL and the claim of claimSQL in one transaction. Relies on: completed (the ids
 // completed; a job missing was no longer held at its attempt) on the first row only, then
 // claimSQL's columns in its order; when nothing is claimed, one row whose job columns are
-// NULL. The same errors as claimSQL mean claiming cannot work at all.
+// NULL. The same errors as claimSQL mean claiming cannot work at all; 22023 naming results,
+// as for completeManySQL, when a result is refused.
 const completeAndClaimSQL = `SELECT completed, id, queue, kind, payload, attempt, max_attempts, priority, run_at,
     lease_expires_at, created_at, meta, parent_results, checkpoints
 FROM jobs_complete_and_claim($1, $2, $3, $4, $5, $6, $7)`
@@ -60,13 +61,16 @@ FROM jobs_next_start($1) AS s`
 const queueLimitedSQL = `SELECT jobs_queue_limited($1)`
 
 // completeSQL calls jobs_complete(id, attempt, result) in the handler's own transaction, for
-// [CompleteTx]; result is what [Job.SetResult] recorded (NULL for none). Relies on: true when the job was held at attempt and is now done (the row
-// stays locked until that transaction ends), false when it was no longer held.
+// [CompleteTx], and for the completer's jobs one at a time when a batch was refused for its
+// results; result is what [Job.SetResult] recorded (NULL for none). Relies on: true when the
+// job was held at attempt and is now done (the row stays locked until that transaction ends),
+// false when it was no longer held; 22023 naming result when the result is refused.
 const completeSQL = `SELECT jobs_complete($1, $2, $3::jsonb)`
 
 // completeManySQL calls jobs_complete_many(ids, attempts, results) for the completer's
 // batches; results is NULL when no job of the batch has one. Relies on: the ids of the jobs
-// completed; a job missing from the result was no longer held at its attempt.
+// completed; a job missing from the result was no longer held at its attempt; 22023 naming
+// results, completing nothing, when a result is refused.
 const completeManySQL = `SELECT id FROM jobs_complete_many($1, $2, $3::jsonb[]) AS t(id)`
 
 // checkpointSQL calls jobs_checkpoint(id, attempt, step, value) for [Step]. Relies on: true
@@ -108,7 +112,7 @@ const failSQL = `SELECT jobs_fail($1, $2, $3, $4)`
 const snoozeSQL = `SELECT jobs_snooze($1, $2, now() + $3::interval)`
 
 // cancelSQL calls the worker's fenced jobs_cancel(id, attempt, error) when a handler
-// cancels its job or its payload does not decode. Relies on: true when the job was held and
+// cancels its job, its payload does not decode or the database refuses its result. Relies on: true when the job was held and
 // is now cancelled, false when it was no longer held (and is left alone).
 const cancelSQL = `SELECT jobs_cancel($1, $2, $3)`
 
