@@ -511,8 +511,16 @@ BEGIN
     )
     SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
            c.lease_expires_at, c.created_at, c.meta,
-           -- Only a job with parents looks anything up.
-           CASE WHEN c.depends_on IS NOT NULL THEN _jobs_parent_results(c.workflow_id, c.depends_on) END,
+           -- Only a job with parents looks anything up. Results that take less than 512 kB as
+           -- stored cannot overflow jsonb (see _jobs_parent_results, which handles the rest):
+           -- the usual case, built here without a function call per job.
+           CASE WHEN c.depends_on IS NULL THEN NULL
+                WHEN (SELECT coalesce(sum(pg_column_size(p.result)), 0) FROM jobs p WHERE p.id = ANY (c.depends_on)) < 524288
+                THEN (SELECT jsonb_object_agg(CASE WHEN p.workflow_id = c.workflow_id THEN p.workflow_step
+                                                   ELSE p.id::text END, p.result)
+                      FROM jobs p WHERE p.id = ANY (c.depends_on))
+                ELSE _jobs_parent_results(c.workflow_id, c.depends_on)
+           END,
            c.checkpoints
     FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
 END;
@@ -1125,9 +1133,17 @@ BEGIN
                              ELSE c.state END::jobs_state
             FROM counted n
             WHERE c.id = n.child_id
-            RETURNING c.queue, c.state, c.run_at
+            RETURNING c.id, c.queue, c.priority, c.run_at, c.concurrency_key, c.state
+        ), listed AS (
+            -- The released jobs' jobs_queued rows, here in one statement (jobs_queued_sync
+            -- leaves releases alone: a trigger call per job would cost more than the rest).
+            INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+            SELECT r.queue, r.priority, r.run_at, r.id, r.concurrency_key
+            FROM released r
+            WHERE r.state = 'queued'
+            RETURNING jobs_queued.queue, jobs_queued.run_at
         )
-        SELECT ARRAY(SELECT DISTINCT r.queue FROM released r WHERE r.state = 'queued' AND r.run_at <= now())
+        SELECT ARRAY(SELECT DISTINCT l.queue FROM listed l WHERE l.run_at <= now())
         INTO v_queues;
         PERFORM pg_notify('jobs_ready', q) FROM unnest(v_queues) AS q;
 
@@ -4791,7 +4807,7 @@ CREATE TRIGGER jobs_finished_cascade AFTER UPDATE OF state ON skiplock.jobs FOR 
 
 CREATE TRIGGER jobs_queued_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN ((old.state = 'queued'::skiplock.jobs_state)) EXECUTE FUNCTION skiplock._jobs_queued_sync();
 
-CREATE TRIGGER jobs_queued_sync AFTER UPDATE OF state, queue, priority, run_at, concurrency_key ON skiplock.jobs FOR EACH ROW WHEN ((((new.state = 'queued'::skiplock.jobs_state) AND ((old.state <> 'queued'::skiplock.jobs_state) OR ((((old.queue IS DISTINCT FROM new.queue) OR (old.priority IS DISTINCT FROM new.priority)) OR (old.run_at IS DISTINCT FROM new.run_at)) OR (old.concurrency_key IS DISTINCT FROM new.concurrency_key)))) OR ((old.state = 'queued'::skiplock.jobs_state) AND (new.state <> ALL (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state]))))) EXECUTE FUNCTION skiplock._jobs_queued_sync();
+CREATE TRIGGER jobs_queued_sync AFTER UPDATE OF state, queue, priority, run_at, concurrency_key ON skiplock.jobs FOR EACH ROW WHEN ((((new.state = 'queued'::skiplock.jobs_state) AND ((old.state <> 'queued'::skiplock.jobs_state) OR ((((old.queue IS DISTINCT FROM new.queue) OR (old.priority IS DISTINCT FROM new.priority)) OR (old.run_at IS DISTINCT FROM new.run_at)) OR (old.concurrency_key IS DISTINCT FROM new.concurrency_key))) AND (NOT ((COALESCE(old.pending_parents, 0) > 0) AND (new.pending_parents = 0)))) OR ((old.state = 'queued'::skiplock.jobs_state) AND (new.state <> ALL (ARRAY['queued'::skiplock.jobs_state, 'running'::skiplock.jobs_state]))))) EXECUTE FUNCTION skiplock._jobs_queued_sync();
 
 CREATE TRIGGER jobs_truncate_sync AFTER TRUNCATE ON skiplock.jobs FOR EACH STATEMENT EXECUTE FUNCTION skiplock._jobs_truncate_sync();
 

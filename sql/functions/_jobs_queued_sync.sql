@@ -6,7 +6,9 @@
 --           priority, run_at or concurrency_key changes gets its row moved; a queued job that
 --           leaves queued otherwise than to running, or is deleted, loses it. Claims (queued
 --           -> running) delete the rows they take themselves and do not fire it, nor do
---           enqueues, which insert the row with the job: the hot path pays nothing.
+--           enqueues, which insert the row with the job: the hot path pays nothing; nor do
+--           the releases of _jobs_finished (waiting -> queued as the last parent is done),
+--           which insert the rows of a whole batch in one statement.
 -- Locks:    never waits: the job's row is held here, and a claim locks the jobs_queued row
 --           first and then waits for the job's, so waiting for the jobs_queued row could
 --           deadlock (jobs_cancel of a job that came back to queued while the cancel waited
@@ -48,7 +50,10 @@ CREATE TRIGGER jobs_queued_sync
     WHEN ((NEW.state = 'queued'
            AND (OLD.state <> 'queued'
                 OR (OLD.queue, OLD.priority, OLD.run_at, OLD.concurrency_key)
-                   IS DISTINCT FROM (NEW.queue, NEW.priority, NEW.run_at, NEW.concurrency_key)))
+                   IS DISTINCT FROM (NEW.queue, NEW.priority, NEW.run_at, NEW.concurrency_key))
+           -- A release (the last parent done: pending_parents reaches 0): _jobs_finished
+           -- inserts the rows of all the jobs it releases in one statement.
+           AND NOT (coalesce(OLD.pending_parents, 0) > 0 AND NEW.pending_parents = 0))
           OR (OLD.state = 'queued' AND NEW.state NOT IN ('queued', 'running')))
     EXECUTE FUNCTION _jobs_queued_sync();
 DROP TRIGGER IF EXISTS jobs_queued_release ON jobs;

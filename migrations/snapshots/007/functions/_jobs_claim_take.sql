@@ -80,8 +80,16 @@ BEGIN
     )
     SELECT c.id, c.queue, c.kind, c.payload, c.attempts, c.max_attempts, c.priority, c.run_at,
            c.lease_expires_at, c.created_at, c.meta,
-           -- Only a job with parents looks anything up.
-           CASE WHEN c.depends_on IS NOT NULL THEN _jobs_parent_results(c.workflow_id, c.depends_on) END,
+           -- Only a job with parents looks anything up. Results that take less than 512 kB as
+           -- stored cannot overflow jsonb (see _jobs_parent_results, which handles the rest):
+           -- the usual case, built here without a function call per job.
+           CASE WHEN c.depends_on IS NULL THEN NULL
+                WHEN (SELECT coalesce(sum(pg_column_size(p.result)), 0) FROM jobs p WHERE p.id = ANY (c.depends_on)) < 524288
+                THEN (SELECT jsonb_object_agg(CASE WHEN p.workflow_id = c.workflow_id THEN p.workflow_step
+                                                   ELSE p.id::text END, p.result)
+                      FROM jobs p WHERE p.id = ANY (c.depends_on))
+                ELSE _jobs_parent_results(c.workflow_id, c.depends_on)
+           END,
            c.checkpoints
     FROM claimed c WHERE c.state = 'running' ORDER BY c.priority, c.run_at, c.id;
 END;

@@ -7,8 +7,8 @@
 --           - each dependency on it is resolved when the job is done, or when it ended dead or
 --             cancelled and the child was enqueued with on_parent_failure 'run'; the child's
 --             pending_parents drops by one per resolved dependency, and a waiting child whose
---             count reaches 0 becomes queued (jobs_queued_sync gives it its row) and, when its
---             run_at has come, NOTIFYs jobs_ready;
+--             count reaches 0 becomes queued (with its jobs_queued row, inserted here) and,
+--             when its run_at has come, NOTIFYs jobs_ready;
 --           - a waiting child whose dependency is not resolved by a dead or cancelled parent
 --             (on_parent_failure 'cancel') is cancelled, last_error naming the parent and
 --             cancelled_by = the parent, and the same applies to its own children, down the
@@ -98,9 +98,17 @@ BEGIN
                              ELSE c.state END::jobs_state
             FROM counted n
             WHERE c.id = n.child_id
-            RETURNING c.queue, c.state, c.run_at
+            RETURNING c.id, c.queue, c.priority, c.run_at, c.concurrency_key, c.state
+        ), listed AS (
+            -- The released jobs' jobs_queued rows, here in one statement (jobs_queued_sync
+            -- leaves releases alone: a trigger call per job would cost more than the rest).
+            INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+            SELECT r.queue, r.priority, r.run_at, r.id, r.concurrency_key
+            FROM released r
+            WHERE r.state = 'queued'
+            RETURNING jobs_queued.queue, jobs_queued.run_at
         )
-        SELECT ARRAY(SELECT DISTINCT r.queue FROM released r WHERE r.state = 'queued' AND r.run_at <= now())
+        SELECT ARRAY(SELECT DISTINCT l.queue FROM listed l WHERE l.run_at <= now())
         INTO v_queues;
         PERFORM pg_notify('jobs_ready', q) FROM unnest(v_queues) AS q;
 
