@@ -101,23 +101,28 @@ BEGIN
     IF jobs_enqueue.notify IS NULL THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'notify', 'must not be NULL');
     END IF;
-    IF jobs_enqueue.notify_finished IS NULL THEN
-        PERFORM _jobs_invalid('jobs_enqueue', 'notify_finished', 'must not be NULL');
-    END IF;
-    IF jobs_enqueue.on_parent_failure IS NULL OR jobs_enqueue.on_parent_failure NOT IN ('cancel', 'run') THEN
-        PERFORM _jobs_invalid('jobs_enqueue', 'on_parent_failure', 'must be ''cancel'' or ''run''');
-    END IF;
-    IF cardinality(jobs_enqueue.depends_on) > 0 THEN
-        IF array_ndims(jobs_enqueue.depends_on) > 1 THEN
-            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must be a one-dimensional array');
+    -- The workflow arguments, looked at only when one is not its default (one test for the
+    -- usual enqueue).
+    IF jobs_enqueue.depends_on IS NOT NULL OR jobs_enqueue.notify_finished IS DISTINCT FROM false
+       OR jobs_enqueue.on_parent_failure IS DISTINCT FROM 'cancel' THEN
+        IF jobs_enqueue.notify_finished IS NULL THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'notify_finished', 'must not be NULL');
         END IF;
-        IF array_position(jobs_enqueue.depends_on, NULL) IS NOT NULL THEN
-            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must not contain NULL');
+        IF jobs_enqueue.on_parent_failure IS NULL OR jobs_enqueue.on_parent_failure NOT IN ('cancel', 'run') THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'on_parent_failure', 'must be ''cancel'' or ''run''');
         END IF;
-        IF cardinality(jobs_enqueue.depends_on) > 10000 THEN
-            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must hold at most 10000 ids');
+        IF cardinality(jobs_enqueue.depends_on) > 0 THEN
+            IF array_ndims(jobs_enqueue.depends_on) > 1 THEN
+                PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must be a one-dimensional array');
+            END IF;
+            IF array_position(jobs_enqueue.depends_on, NULL) IS NOT NULL THEN
+                PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must not contain NULL');
+            END IF;
+            IF cardinality(jobs_enqueue.depends_on) > 10000 THEN
+                PERFORM _jobs_invalid('jobs_enqueue', 'depends_on', 'must hold at most 10000 ids');
+            END IF;
+            v_parents := ARRAY(SELECT DISTINCT u FROM unnest(jobs_enqueue.depends_on) AS u ORDER BY u);
         END IF;
-        v_parents := ARRAY(SELECT DISTINCT u FROM unnest(jobs_enqueue.depends_on) AS u ORDER BY u);
     END IF;
 
     IF jobs_enqueue.unique_key IS NOT NULL THEN
