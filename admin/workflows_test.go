@@ -27,21 +27,9 @@ func TestWorkflowAndResult(t *testing.T) {
 	db := pgtest.NewTestDB(t)
 	a := admin.New(db.Conn, nil)
 	ctx := t.Context()
-	ids := map[string]int64{}
-	rows, err := db.Conn.Query(ctx, "SELECT name, id FROM jobs_enqueue_workflow($1::jsonb)", workflowSteps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var name string
-		var id int64
-		if err := rows.Scan(&name, &id); err != nil {
-			t.Fatal(err)
-		}
-		ids[name] = id
-	}
-	if rows.Err() != nil || len(ids) != 5 {
-		t.Fatalf("jobs_enqueue_workflow gave %v (%v), want 5 steps", ids, rows.Err())
+	ids := pgtest.EnqueueWorkflow(t, db.Conn, workflowSteps)
+	if len(ids) != 5 {
+		t.Fatalf("jobs_enqueue_workflow gave %v, want 5 steps", ids)
 	}
 	// The workflow's id is its first step's.
 	wf := pgtest.QueryOne[int64](t, db.Conn, "SELECT workflow_id FROM jobs WHERE id = $1", ids["fetch"])

@@ -50,32 +50,10 @@ func TestWorkflowTree(t *testing.T) {
 	}
 }
 
-// enqueueWorkflow enqueues steps (jobs_enqueue_workflow's JSON) and returns the ids by name.
-func enqueueWorkflow(t *testing.T, db *pgtest.TestDB, steps string) map[string]int64 {
-	t.Helper()
-	rows, err := db.Conn.Query(t.Context(), "SELECT name, id FROM jobs_enqueue_workflow($1::jsonb)", steps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]int64{}
-	for rows.Next() {
-		var name string
-		var id int64
-		if err := rows.Scan(&name, &id); err != nil {
-			t.Fatal(err)
-		}
-		ids[name] = id
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ids
-}
-
 func TestWorkflowShowAndCancel(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
-	ids := enqueueWorkflow(t, db, `[
+	ids := pgtest.EnqueueWorkflow(t, db.Conn, `[
 		{"name": "fetch", "kind": "fetch", "queue": "wf"},
 		{"name": "resize", "kind": "resize", "queue": "wf", "depends_on": ["fetch"]},
 		{"name": "thumbs", "kind": "thumbs", "queue": "wf", "depends_on": ["fetch"]},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/skiplock/skiplock/tests/pgtest"
 )
 
 // claimedJob is the part of a jobs_claimed row the workflow tests look at.
@@ -89,22 +90,7 @@ func TestWorkflowThroughProxy(t *testing.T) {
 		{"name": "parse", "kind": "parse", "queue": %q},
 		{"name": "store", "kind": "store", "queue": %q, "depends_on": ["fetch", "parse"], "notify_finished": true}
 	]`, q, other, q)
-	rows, err := p.Query(ctx, "SELECT name, id FROM jobs_enqueue_workflow($1)", steps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]int64{}
-	for rows.Next() {
-		var name string
-		var id int64
-		if err := rows.Scan(&name, &id); err != nil {
-			t.Fatal(err)
-		}
-		ids[name] = id
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	ids := pgtest.EnqueueWorkflow(t, p, steps)
 	if len(ids) != 3 {
 		t.Fatalf("jobs_enqueue_workflow returned %v, want 3 steps", ids)
 	}

@@ -102,19 +102,7 @@ type step struct {
 
 func enqueueWorkflow(t *testing.T, q querier, steps string) map[string]int64 {
 	t.Helper()
-	rows, err := q.Query(t.Context(), "SELECT name, id FROM jobs_enqueue_workflow($1::jsonb)", steps)
-	if err != nil {
-		t.Fatalf("jobs_enqueue_workflow: %v", err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[step])
-	if err != nil {
-		t.Fatalf("jobs_enqueue_workflow: %v", err)
-	}
-	ids := map[string]int64{}
-	for _, s := range got {
-		ids[s.Name] = s.ID
-	}
-	return ids
+	return pgtest.EnqueueWorkflow(t, q, steps)
 }
 
 // claimWithResults claims one job from queue and returns its id, attempt, parent_results
