@@ -65,10 +65,28 @@ var waitPollInterval = time.Second
 // (a dead or cancelled job is not an error: look at State and LastError). It listens on the
 // jobs_finished channel on a connection of db held for the wait, and reads jobs_result at
 // once, on each notification naming the job and at least once a second, so it also returns
-// for jobs enqueued without EnqueueOpts.NotifyFinished, only later. It returns ctx's error
-// (wrapped) when ctx ends first, never a result it has not read, and ErrJobNotFound
-// (wrapped) for an unknown job.
+// for jobs enqueued without EnqueueOpts.NotifyFinished, only later. A lost connection is
+// replaced (with backoff) and the wait goes on. It returns ctx's error (wrapped) when ctx
+// ends first, never a result it has not read, and ErrJobNotFound (wrapped) for an unknown
+// job.
 func WaitResult(ctx context.Context, db *pgxpool.Pool, id int64) (*JobResult, error) {
+	var b backoff
+	for {
+		r, err := waitOnce(ctx, db, id)
+		if err == nil || ctx.Err() != nil || errors.Is(err, ErrJobNotFound) || !retryable(err) {
+			return r, err
+		}
+		// The connection was lost (a server restart, pg_terminate_backend, the network): wait
+		// on a new one. Its first read catches a finish whose notification went with the old.
+		if !sleepCtx(ctx, b.next()) {
+			return nil, fmt.Errorf("job %d has not finished: %w", id, ctx.Err())
+		}
+	}
+}
+
+// waitOnce is WaitResult on one connection of db: it returns the connection's error when
+// the connection fails.
+func waitOnce(ctx context.Context, db *pgxpool.Pool, id int64) (*JobResult, error) {
 	conn, err := db.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("failed to wait for job %d: %w", id, err)

@@ -188,3 +188,39 @@ func TestWorkflowBadInput(t *testing.T) {
 		t.Fatalf("SetResult of invalid JSON: %v, want an InvalidError naming result", err)
 	}
 }
+
+// WaitResult survives the loss of its connection: it waits on a new one, whose first read
+// finds the job finished while no connection listened.
+func TestWaitResultReconnects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := mustEnqueue(t, b.pool, "waited", nil, &driver.EnqueueOpts{NotifyFinished: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type answer struct {
+		r   *driver.JobResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := driver.WaitResult(ctx, b.pool, id)
+		done <- answer{r, err}
+	}()
+	// The waiting connection is the one whose last statement read jobs_result.
+	waiter := func() bool {
+		return queryInt(t, b.pool, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM jobs_result(%'`) > 0
+	}
+	waitUntil(t, 10*time.Second, "WaitResult listening", waiter)
+	if n := queryInt(t, b.pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM jobs_result(%'`); n != 1 {
+		t.Fatalf("terminated %d waiting connections, want 1", n)
+	}
+	if _, err := b.pool.Exec(context.Background(), "SELECT jobs_cancel($1)", id); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.r.State != driver.JobStateCancelled {
+		t.Fatalf("WaitResult after its connection was terminated = %+v, %v; want cancelled", a.r, a.err)
+	}
+}

@@ -2236,6 +2236,18 @@ BEGIN
         END IF;
     END IF;
 
+    -- With a key a live job holds, nothing below looks at the parents: their ids are
+    -- checked here, so that an unknown one is refused whatever the key.
+    IF jobs_enqueue.unique_key IS NOT NULL AND v_parents IS NOT NULL THEN
+        SELECT u INTO v_id FROM unnest(v_parents) AS u
+        WHERE NOT EXISTS (SELECT FROM jobs p WHERE p.id = u)
+        ORDER BY u LIMIT 1;
+        IF FOUND THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'depends_on',
+                format('names no job with id %s (on this database: a job and its parents live on one shard)', v_id));
+        END IF;
+    END IF;
+
     IF jobs_enqueue.unique_key IS NOT NULL THEN
         -- The key first: its row in jobs_unique_keys is the lock that makes concurrent
         -- callers with the same key take turns. The live job holding the key can finish

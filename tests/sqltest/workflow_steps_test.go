@@ -34,3 +34,18 @@ func TestEnqueueWorkflowRefusesMistypedFields(t *testing.T) {
 		t.Fatalf("%d jobs after refused workflows, want 0", n)
 	}
 }
+
+// An unknown parent is refused even when the job's unique_key is held by a live job (the
+// enqueue would otherwise return that job's id without looking at the parents).
+func TestEnqueueRefusesUnknownParentWithAHeldKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	held := queryOne[int64](t, b.Conn, "SELECT jobs_enqueue('k', unique_key => 'u')")
+	_, err := b.Conn.Exec(t.Context(), "SELECT jobs_enqueue('k', unique_key => 'u', depends_on => ARRAY[$1::bigint + 1000])", held)
+	if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != "depends_on" {
+		t.Fatalf("unknown parent with a held key: %v, want 22023 naming depends_on", err)
+	}
+	if got := queryOne[int64](t, b.Conn, "SELECT jobs_enqueue('k', unique_key => 'u', depends_on => ARRAY[$1::bigint])", held); got != held {
+		t.Fatalf("a known parent with a held key returned %d, want the live job %d", got, held)
+	}
+}
