@@ -4,7 +4,7 @@
 --           run_at has come; a rolled-back enqueue leaves no job. When run_at <= now() it
 --           also NOTIFYs channel jobs_ready with the queue name as payload; NOTIFY is
 --           delivered at commit, so a rollback wakes no one.
---           With unique_key: while a job with the same queue and unique_key is queued or
+--           With unique_key: while a job with the same queue and unique_key is waiting, queued or
 --           running, returns that job's id and inserts nothing (enforced by the key's row in
 --           jobs_unique_keys, constraint jobs_unique_key_idx, so concurrent callers cannot both
 --           insert; a caller racing an uncommitted insert of the same key waits for it to

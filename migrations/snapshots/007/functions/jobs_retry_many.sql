@@ -5,7 +5,7 @@
 --           back to queued (waiting while a parent is unfinished; descendants their end
 --           cancelled come back to waiting) with run_at = now(), max_attempts raised to attempts + 1 when
 --           needed, attempts, last_error and errors kept. At most max_jobs jobs per call;
---           returns how many. A job with a unique_key that a live (queued or running) job of
+--           returns how many. A job with a unique_key that a live (waiting, queued or running) job of
 --           its queue holds is left alone and not counted (jobs_retry would raise 23505), as
 --           are all but the lowest id of matching jobs sharing a key, so a call never fails
 --           for a key: that includes a key another transaction takes while the call runs (an
