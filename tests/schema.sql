@@ -1122,9 +1122,29 @@ BEGIN
             FOR UPDATE;
             CONTINUE WHEN NOT FOUND; -- claimed or changed meanwhile: look again
         END IF;
-        SELECT j.state, j.unique_for INTO v_state, v_for
-        FROM jobs j WHERE j.id = v_holder
-        FOR NO KEY UPDATE;
+        IF v_state = 'queued' THEN
+            -- Holding its jobs_queued row, the job can leave queued (a cancel) but not change
+            -- while queued: every such change takes that row first.
+            SELECT j.state, j.unique_for INTO v_state, v_for
+            FROM jobs j WHERE j.id = v_holder
+            FOR NO KEY UPDATE;
+        ELSE
+            -- Running or waiting when read: it may be queued by the time its row is ours
+            -- (a failed attempt's retry, its last parent done), with a jobs_queued row this
+            -- does not hold and, holding the job's row, must not wait for (a claim waits in
+            -- the other order). Then the lock goes with the subtransaction and the loop
+            -- starts over, taking the jobs_queued row first.
+            BEGIN
+                SELECT j.state, j.unique_for INTO v_state, v_for
+                FROM jobs j WHERE j.id = v_holder
+                FOR NO KEY UPDATE;
+                IF v_state = 'queued' THEN
+                    RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state';
+                END IF;
+            EXCEPTION WHEN object_not_in_prerequisite_state THEN
+                CONTINUE;
+            END;
+        END IF;
         -- With the holder's row held, its key cannot move or go: is it still the holder?
         CONTINUE WHEN NOT EXISTS (SELECT FROM jobs_unique_keys k
                                   WHERE k.queue = _jobs_enqueue_duplicate.queue

@@ -382,4 +382,3 @@ func TestUniqueKeyUniqueFor(t *testing.T) {
 		}
 	})
 }
-

@@ -21,7 +21,9 @@
 --           to new_id (see _jobs_unique_key_superseded for what happens if it comes back).
 -- Locks:    for a replace: the holder's jobs_queued row(s) FOR UPDATE (waiting for a claim
 --           that picked it: the claim then wins and the holder is running), then the
---           holder's jobs row FOR NO KEY UPDATE, then (moving it) the key row: the order
+--           holder's jobs row FOR NO KEY UPDATE (for a holder that was running or waiting,
+--           in a subtransaction, given back if the holder turned queued meanwhile, so that
+--           no jobs_queued row is left behind with the old values), then (moving it) the key row: the order
 --           claims (jobs_queued, then jobs) and finishing jobs (jobs, then the key row
 --           through _jobs_unique_key_sync) follow, so none waits on another in the opposite
 --           order. 'keep' locks nothing; an insert or a takeover waits for a concurrent
@@ -105,9 +107,29 @@ BEGIN
             FOR UPDATE;
             CONTINUE WHEN NOT FOUND; -- claimed or changed meanwhile: look again
         END IF;
-        SELECT j.state, j.unique_for INTO v_state, v_for
-        FROM jobs j WHERE j.id = v_holder
-        FOR NO KEY UPDATE;
+        IF v_state = 'queued' THEN
+            -- Holding its jobs_queued row, the job can leave queued (a cancel) but not change
+            -- while queued: every such change takes that row first.
+            SELECT j.state, j.unique_for INTO v_state, v_for
+            FROM jobs j WHERE j.id = v_holder
+            FOR NO KEY UPDATE;
+        ELSE
+            -- Running or waiting when read: it may be queued by the time its row is ours
+            -- (a failed attempt's retry, its last parent done), with a jobs_queued row this
+            -- does not hold and, holding the job's row, must not wait for (a claim waits in
+            -- the other order). Then the lock goes with the subtransaction and the loop
+            -- starts over, taking the jobs_queued row first.
+            BEGIN
+                SELECT j.state, j.unique_for INTO v_state, v_for
+                FROM jobs j WHERE j.id = v_holder
+                FOR NO KEY UPDATE;
+                IF v_state = 'queued' THEN
+                    RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state';
+                END IF;
+            EXCEPTION WHEN object_not_in_prerequisite_state THEN
+                CONTINUE;
+            END;
+        END IF;
         -- With the holder's row held, its key cannot move or go: is it still the holder?
         CONTINUE WHEN NOT EXISTS (SELECT FROM jobs_unique_keys k
                                   WHERE k.queue = _jobs_enqueue_duplicate.queue
