@@ -1,5 +1,8 @@
 -- 007 (next release): jobs_queue_limited, which tells workers that claim ahead of their free
 -- slots which queues have a concurrency or rate limit (they claim only their free slots there).
+-- Duplicates of a unique key: jobs_enqueue's and jobs_enqueue_many's on_duplicate ('replace':
+-- debounce) and unique_for (throttle), with the columns jobs.unique_for and
+-- jobs.superseded_by and jobs_unique_keys.held_until (see below).
 --
 -- Storage: claims, heartbeats and completions become HOT updates of the job's row. No index
 -- of jobs names a column that changes after enqueue any more; what the partial indexes on
