@@ -323,13 +323,29 @@ func TestUniqueKeyUniqueFor(t *testing.T) {
 		mustExec(t, b.Conn, "UPDATE jobs SET unique_key = 'k' WHERE id = $1", other)
 		_, err := b.Conn.Exec(t.Context(), "SELECT jobs_retry($1)", other)
 		wantSQLState(t, err, "23505", "jobs_retry of another job of a key in its period")
+		if n := queryOne[int64](t, b.Conn, "SELECT jobs_retry_many(ids => ARRAY[$1]::bigint[], states => '{dead,cancelled}')", other); n != 0 {
+			t.Fatalf("jobs_retry_many retried %d jobs of a key in another job's period", n)
+		}
 		// The job whose end holds the period takes its key back.
 		mustExec(t, b.Conn, "SELECT jobs_retry($1)", first)
 		if ok := queryOne[bool](t, b.Conn, `SELECT id = $1 AND held_until IS NULL FROM jobs_unique_keys WHERE unique_key = 'k'`, first); !ok {
 			t.Fatal("the retried job does not hold its key as a live job")
 		}
-		if n := queryOne[int64](t, b.Conn, "SELECT jobs_retry_many(ids => ARRAY[$1]::bigint[])", other); n != 0 {
+		if n := queryOne[int64](t, b.Conn, "SELECT jobs_retry_many(ids => ARRAY[$1]::bigint[], states => '{dead,cancelled}')", other); n != 0 {
 			t.Fatalf("jobs_retry_many retried %d jobs of a key a live job holds", n)
+		}
+	})
+
+	t.Run("RetryManyOfTheJobHoldingThePeriod", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := enqueue(t, b.Conn, `queue => 'q', unique_key => 'k', unique_for => '1 hour'`)
+		mustExec(t, b.Conn, "SELECT jobs_cancel($1)", first)
+		if n := queryOne[int64](t, b.Conn, "SELECT jobs_retry_many(ids => ARRAY[$1]::bigint[], states => '{dead,cancelled}')", first); n != 1 {
+			t.Fatalf("jobs_retry_many retried %d jobs, want 1 (the job whose end holds the period)", n)
+		}
+		if ok := queryOne[bool](t, b.Conn, `SELECT id = $1 AND held_until IS NULL FROM jobs_unique_keys WHERE unique_key = 'k'`, first); !ok {
+			t.Fatal("the job retried by jobs_retry_many does not hold its key as a live job")
 		}
 	})
 
