@@ -54,9 +54,24 @@ type EnqueueOpts struct {
 	MaxAttempts int
 
 	// UniqueKey, when set, makes the enqueue a no-op returning the existing job's id while a
-	// job with the same queue and key is queued or running. 1 to 200 bytes. Defaults to ""
-	// (no key).
+	// job with the same queue and key is waiting, queued or running (see OnDuplicate and
+	// UniqueFor for the other rules). 1 to 200 bytes. Defaults to "" (no key).
 	UniqueKey string
+
+	// OnDuplicate is what the enqueue does when UniqueKey is taken by a live job:
+	// DuplicateKeep returns that job's id and changes nothing; DuplicateReplace gives a
+	// waiting or queued job this enqueue's payload, run time (RunAt or Delay), Priority and
+	// MaxAttempts and returns its id (debounce: Delay with DuplicateReplace), and inserts
+	// this job after a running one (which then never runs again: see jobs_enqueue), so the
+	// key has at most one queued job. DuplicateReplace needs a UniqueKey. Defaults to ""
+	// (DuplicateKeep).
+	OnDuplicate string
+
+	// UniqueFor keeps UniqueKey taken for this long after the job finished (done, dead or
+	// cancelled): meanwhile an enqueue of the key returns the finished job's id, so a job of
+	// the key starts at most once per UniqueFor (throttle). Needs a UniqueKey; at most 100
+	// years. Defaults to 0: the key is free as soon as the job finished.
+	UniqueFor time.Duration
 
 	// ConcurrencyKey groups jobs of a queue for the queue's per-key concurrency limit
 	// (jobs_set_concurrency's per_key): at most per_key jobs with the same key run at once,
@@ -102,6 +117,15 @@ type EnqueueOpts struct {
 	NotifyFinished bool
 }
 
+// The values of EnqueueOpts.OnDuplicate.
+const (
+	// DuplicateKeep returns the live job holding the key, unchanged.
+	DuplicateKeep = "keep"
+	// DuplicateReplace changes the waiting or queued job holding the key in place, or
+	// inserts the job after a running one.
+	DuplicateReplace = "replace"
+)
+
 // The values of EnqueueOpts.OnParentFailure and WorkflowStep.OnParentFailure.
 const (
 	// ParentFailureCancel cancels the job when a parent ends dead or cancelled (and its own
@@ -145,7 +169,7 @@ func Enqueue(ctx context.Context, db Executor, kind string, payload any, opts *E
 	var id int64
 	if err := db.QueryRow(ctx, enqueueSQL, a.kind, a.payload, a.queue, a.runAt, a.delay, a.priority,
 		a.maxAttempts, a.uniqueKey, a.concurrencyKey, []byte(a.meta), notify, a.dependsOn, a.onParentFailure,
-		a.notifyFinished).Scan(&id); err != nil {
+		a.notifyFinished, a.onDuplicate, a.uniqueFor).Scan(&id); err != nil {
 		return 0, fmt.Errorf("failed to enqueue job: %w", sqlInvalid(err))
 	}
 	return id, nil
@@ -172,7 +196,10 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 	uniqueKeys := make([]*string, n)
 	concurrencyKeys := make([]*string, n)
 	metas := make([]json.RawMessage, n)
+	onDuplicates := make([]string, n)
+	uniqueFors := make([]*time.Duration, n)
 	var anyQueue, anyTime, anyPriority, anyMaxAttempts, anyKey, anyConcurrencyKey, anyMeta bool
+	var anyOnDuplicate, anyUniqueFor bool
 	pool, throttled := db.(*pgxpool.Pool)
 	var readyQueues []string           // distinct queues with a job ready now, for the throttle
 	var readyCooldowns []time.Duration // each one's NotifyCooldown (-1 if any job's is)
@@ -184,6 +211,9 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 		kinds[i], payloads[i], queues[i], runAts[i], delays[i] = a.kind, a.payload, a.queue, a.runAt, a.delay
 		priorities[i], maxAttempts[i], uniqueKeys[i] = a.priority, a.maxAttempts, a.uniqueKey
 		concurrencyKeys[i], metas[i] = a.concurrencyKey, a.meta
+		onDuplicates[i], uniqueFors[i] = a.onDuplicate, a.uniqueFor
+		anyOnDuplicate = anyOnDuplicate || a.onDuplicate != DuplicateKeep
+		anyUniqueFor = anyUniqueFor || a.uniqueFor != nil
 		anyQueue = anyQueue || a.queue != QueueDefault
 		anyTime = anyTime || a.runAt != nil || a.delay != 0
 		anyPriority = anyPriority || a.priority != 0
@@ -209,7 +239,7 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 		}
 	}
 	// A NULL array means the default for every job, and spares sending it.
-	args := []any{kinds, payloads, nil, nil, nil, nil, nil, nil, nil, nil, notify}
+	args := []any{kinds, payloads, nil, nil, nil, nil, nil, nil, nil, nil, notify, nil, nil}
 	if anyQueue {
 		args[2] = queues
 	}
@@ -230,6 +260,12 @@ func EnqueueMany(ctx context.Context, db Executor, jobs []EnqueueParams) ([]int6
 	}
 	if anyMeta {
 		args[9] = metas
+	}
+	if anyOnDuplicate {
+		args[11] = onDuplicates
+	}
+	if anyUniqueFor {
+		args[12] = uniqueFors
 	}
 
 	rows, err := db.Query(ctx, enqueueManySQL, args...)
@@ -270,6 +306,9 @@ type enqueueArgValues struct {
 	dependsOn       []int64
 	onParentFailure string
 	notifyFinished  bool
+	onDuplicate     string
+	// uniqueFor is nil for none.
+	uniqueFor *time.Duration
 }
 
 // readyNow reports whether the job is due at once by this process's clock, so that its
@@ -368,6 +407,17 @@ func enqueueArgs(kind string, payload any, opts *EnqueueOpts, prefix string) (en
 		a.onParentFailure = ParentFailureCancel
 	}
 	a.notifyFinished = opts.NotifyFinished
+	a.onDuplicate = opts.OnDuplicate
+	if a.onDuplicate == "" {
+		a.onDuplicate = DuplicateKeep
+	}
+	if opts.UniqueFor < 0 {
+		return a, invalid("EnqueueOpts.UniqueFor", "must not be negative, got %s", opts.UniqueFor)
+	}
+	if opts.UniqueFor > 0 {
+		d := opts.UniqueFor
+		a.uniqueFor = &d
+	}
 	if prefix != "" && (opts.DependsOn != nil || opts.OnParentFailure != "" || opts.NotifyFinished) {
 		return a, invalid("EnqueueOpts.DependsOn", "is not supported by EnqueueMany (nor OnParentFailure, NotifyFinished): use Enqueue or EnqueueWorkflow")
 	}

@@ -116,6 +116,48 @@ func TestEnqueue(t *testing.T) {
 		}
 	})
 
+	t.Run("DebounceReplacesQueuedJob", func(t *testing.T) {
+		t.Parallel()
+		opts := func(delay time.Duration) *driver.EnqueueOpts {
+			return &driver.EnqueueOpts{Queue: "debounce", UniqueKey: "doc-7", OnDuplicate: driver.DuplicateReplace,
+				Delay: delay, Priority: 2}
+		}
+		first := mustEnqueue(t, b.pool, "reindex", map[string]int{"rev": 1}, opts(time.Hour))
+		second := mustEnqueue(t, b.pool, "reindex", map[string]int{"rev": 2}, opts(2*time.Hour))
+		if second != first {
+			t.Fatalf("the replace returned %d, want the queued job %d", second, first)
+		}
+		if n := queryInt(t, b.pool, `SELECT count(*) FROM jobs WHERE id = $1 AND payload = '{"rev": 2}'
+			AND run_at > now() + interval '90 minutes' AND priority = 2`, first); n != 1 {
+			t.Fatal("the queued job did not take the replace's payload and run time")
+		}
+		if n := queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE queue = 'debounce'"); n != 1 {
+			t.Fatalf("%d jobs in the queue, want 1", n)
+		}
+		// Without OnDuplicate (keep), the job stays as it is.
+		if id := mustEnqueue(t, b.pool, "reindex", map[string]int{"rev": 3}, &driver.EnqueueOpts{Queue: "debounce", UniqueKey: "doc-7"}); id != first {
+			t.Fatalf("keep returned %d, want %d", id, first)
+		}
+		if n := queryInt(t, b.pool, `SELECT count(*) FROM jobs WHERE id = $1 AND payload = '{"rev": 2}'`, first); n != 1 {
+			t.Fatal("keep changed the payload")
+		}
+	})
+
+	t.Run("ThrottleHoldsKeyAfterFinish", func(t *testing.T) {
+		t.Parallel()
+		opts := &driver.EnqueueOpts{Queue: "throttle", UniqueKey: "digest", UniqueFor: time.Hour}
+		first := mustEnqueue(t, b.pool, "digest", nil, opts)
+		if _, err := b.pool.Exec(ctx, "SELECT jobs_cancel($1)", first); err != nil {
+			t.Fatal(err)
+		}
+		if id := mustEnqueue(t, b.pool, "digest", nil, opts); id != first {
+			t.Fatalf("enqueue within UniqueFor of the job's end returned %d, want the finished job %d", id, first)
+		}
+		if n := queryInt(t, b.pool, "SELECT count(*) FROM jobs WHERE queue = 'throttle'"); n != 1 {
+			t.Fatalf("%d jobs in the queue, want 1", n)
+		}
+	})
+
 	t.Run("InvalidOptions", func(t *testing.T) {
 		t.Parallel()
 		tests := []struct {
@@ -138,6 +180,10 @@ func TestEnqueue(t *testing.T) {
 			{"NULInQueue", "k", nil, &driver.EnqueueOpts{Queue: "q\x00"}, "EnqueueOpts.Queue", false},
 			{"InvalidUTF8UniqueKey", "k", nil, &driver.EnqueueOpts{UniqueKey: "\xc3"}, "EnqueueOpts.UniqueKey", false},
 			{"NULInConcurrencyKey", "k", nil, &driver.EnqueueOpts{ConcurrencyKey: "\x00"}, "EnqueueOpts.ConcurrencyKey", false},
+			{"NegativeUniqueFor", "k", nil, &driver.EnqueueOpts{UniqueKey: "u", UniqueFor: -time.Second}, "EnqueueOpts.UniqueFor", false},
+			{"UnknownOnDuplicate", "k", nil, &driver.EnqueueOpts{UniqueKey: "u", OnDuplicate: "update"}, "on_duplicate", true},
+			{"ReplaceWithoutUniqueKey", "k", nil, &driver.EnqueueOpts{OnDuplicate: driver.DuplicateReplace}, "on_duplicate", true},
+			{"UniqueForWithoutUniqueKey", "k", nil, &driver.EnqueueOpts{UniqueFor: time.Hour}, "unique_for", true},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -239,6 +285,27 @@ func TestEnqueueMany(t *testing.T) {
 		}
 		if ids[3] != ids[1] {
 			t.Errorf("job d got id %d, want the id of b (%d), which holds its unique key", ids[3], ids[1])
+		}
+	})
+
+	t.Run("OnDuplicateAndUniqueFor", func(t *testing.T) {
+		t.Parallel()
+		ids, err := driver.EnqueueMany(ctx, b.pool, []driver.EnqueueParams{
+			{Kind: "a", Payload: map[string]int{"n": 1}, Opts: &driver.EnqueueOpts{Queue: "dupq", UniqueKey: "d"}},
+			{Kind: "a", Payload: map[string]int{"n": 2}, Opts: &driver.EnqueueOpts{Queue: "dupq", UniqueKey: "d", OnDuplicate: driver.DuplicateReplace}},
+			{Kind: "b", Opts: &driver.EnqueueOpts{Queue: "dupq", UniqueKey: "t", UniqueFor: time.Hour}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids[0] != ids[1] {
+			t.Fatalf("two jobs of one key got ids %v, want one job", ids[:2])
+		}
+		if n := queryInt(t, b.pool, `SELECT count(*) FROM jobs WHERE id = $1 AND payload = '{"n": 2}'`, ids[0]); n != 1 {
+			t.Fatal("the replacing element's payload is not the job's")
+		}
+		if n := queryInt(t, b.pool, `SELECT count(*) FROM jobs WHERE id = $1 AND unique_for = interval '1 hour'`, ids[2]); n != 1 {
+			t.Fatal("UniqueFor was not stored")
 		}
 	})
 

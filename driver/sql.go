@@ -7,11 +7,12 @@ package driver
 // it once the job has moved on: that is what makes retrying any of them safe.
 
 // enqueueSQL calls jobs_enqueue(kind, payload, queue, run_at, priority, max_attempts,
-// unique_key, concurrency_key, meta, notify, depends_on, on_parent_failure, notify_finished)
-// for [Enqueue]. run_at is RunAt when given, else now() + Delay by the database's clock.
-// Relies on: the new job's id, or the live job's id for a unique key already taken.
+// unique_key, concurrency_key, meta, notify, depends_on, on_parent_failure, notify_finished,
+// on_duplicate, unique_for) for [Enqueue]. run_at is RunAt when given, else now() + Delay by
+// the database's clock. Relies on: the new job's id, or the id of the job that stands for it
+// when the unique key is taken (kept, replaced in place, or in its unique_for period).
 const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8, $9, $10::jsonb, $11,
-    $12::bigint[], $13, $14)`
+    $12::bigint[], $13, $14, $15, $16::interval)`
 
 // publishSQL calls jobs_publish(topic, payload, run_at, priority, max_attempts,
 // concurrency_key, meta) for [Publish]; notify stays true (Publish notifies inline). run_at is
@@ -21,14 +22,14 @@ const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, no
 const publishSQL = `SELECT jobs_publish($1, $2, coalesce($3::timestamptz, now() + $4::interval), $5, $6, $7, $8::jsonb)`
 
 // enqueueManySQL calls jobs_enqueue_many(kinds, payloads, queues, run_ats, priorities,
-// max_attempts, unique_keys, concurrency_keys, metas, notify) for [EnqueueMany]. Each job's run_at is computed in the
+// max_attempts, unique_keys, concurrency_keys, metas, notify, on_duplicates, unique_fors) for [EnqueueMany]. Each job's run_at is computed in the
 // database, so Delay follows the database's clock; with no RunAt or Delay at all both arrays
 // are NULL and so is run_ats (every job ready now). A NULL array means the default for every
 // job. Relies on: one id per input job, in input order; all or nothing.
 const enqueueManySQL = `SELECT id FROM jobs_enqueue_many($1::text[], $2::jsonb[], $3::text[],
     (SELECT array_agg(coalesce(t.run_at, now() + t.delay) ORDER BY t.ord)
      FROM unnest($4::timestamptz[], $5::interval[]) WITH ORDINALITY AS t(run_at, delay, ord)),
-    $6::integer[], $7::integer[], $8::text[], $9::text[], $10::jsonb[], $11::boolean) AS t(id)`
+    $6::integer[], $7::integer[], $8::text[], $9::text[], $10::jsonb[], $11::boolean, $12::text[], $13::interval[]) AS t(id)`
 
 // notifySQL calls jobs_notify(queue): the notify throttle's wake-up for the enqueues of a
 // cooldown window that passed notify => false (notify_throttle.go), sent after they returned.

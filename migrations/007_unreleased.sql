@@ -1,5 +1,8 @@
 -- 007 (next release): jobs_queue_limited, which tells workers that claim ahead of their free
 -- slots which queues have a concurrency or rate limit (they claim only their free slots there).
+-- Duplicates of a unique key: jobs_enqueue's and jobs_enqueue_many's on_duplicate ('replace':
+-- debounce) and unique_for (throttle), with the columns jobs.unique_for and
+-- jobs.superseded_by and jobs_unique_keys.held_until (see below).
 --
 -- Storage: claims, heartbeats and completions become HOT updates of the job's row. No index
 -- of jobs names a column that changes after enqueue any more; what the partial indexes on
@@ -67,13 +70,18 @@ ALTER TABLE jobs_claims SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0
 -- The unique_key of each live (queued or running) job: jobs_enqueue inserts it, the trigger
 -- jobs_unique_key_sync releases it when the job leaves queued and running (and takes it
 -- again when jobs_retry brings the job back).
+-- held_until: NULL while the key's job is live; set when a job enqueued with unique_for
+-- finishes (the key stays taken until then: throttle), and jobs_maintain removes the row
+-- once that time has passed.
 CREATE TABLE jobs_unique_keys (
-    queue      text   NOT NULL,
-    unique_key text   NOT NULL,
-    id         bigint NOT NULL,
+    queue      text        NOT NULL,
+    unique_key text        NOT NULL,
+    id         bigint      NOT NULL,
+    held_until timestamptz,
     CONSTRAINT jobs_unique_key_live PRIMARY KEY (queue, unique_key)
 );
-COMMENT ON TABLE jobs_unique_keys IS 'skiplock (private): the unique_key of each queued or running job.';
+COMMENT ON TABLE jobs_unique_keys IS
+    'skiplock (private): the unique_key of each live job, and of each finished job enqueued with unique_for until its period ends (held_until).';
 
 -- The dead and cancelled jobs, few in a healthy system, kept by the trigger
 -- jobs_dead_cancelled_sync: what jobs_metrics counts, jobs_maintain prunes and
@@ -191,8 +199,24 @@ ALTER TYPE jobs_claimed ADD ATTRIBUTE parent_results jsonb, ADD ATTRIBUTE checkp
 ALTER TYPE jobs_listed ADD ATTRIBUTE progress jsonb, ADD ATTRIBUTE workflow_id bigint;
 ALTER TYPE jobs_queue_metrics ADD ATTRIBUTE waiting bigint;
 
+-- Duplicates of a unique key: jobs_enqueue's on_duplicate 'replace' (debounce) and
+-- unique_for (throttle). unique_for is how long a finished job's key stays taken (its
+-- jobs_unique_keys row keeps the time in held_until); superseded_by names the job a replace
+-- moved a running job's key to (that job then never comes back to queued). Both NULL for an
+-- ordinary job.
+ALTER TABLE jobs
+    ADD COLUMN unique_for    interval,
+    ADD COLUMN superseded_by bigint;
+COMMENT ON COLUMN jobs.unique_for IS
+    'skiplock: how long the job''s unique_key stays taken after it finished (jobs_enqueue''s unique_for); NULL for other jobs.';
+COMMENT ON COLUMN jobs.superseded_by IS
+    'skiplock: the job that an enqueue with on_duplicate ''replace'' gave this job''s unique_key to while it ran; NULL otherwise.';
+-- The periods to end (jobs_maintain), in the order they end.
+CREATE INDEX jobs_unique_keys_held_idx ON jobs_unique_keys (held_until) WHERE held_until IS NOT NULL;
+
 -- Signatures that change (new arguments or result columns).
 DROP FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean);
+DROP FUNCTION jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean);
 DROP FUNCTION jobs_complete(bigint, integer);
 DROP FUNCTION jobs_complete_many(bigint[], integer[]);
 DROP FUNCTION jobs_complete_and_claim(text, bigint[], integer[], integer, text[], interval);
@@ -220,6 +244,7 @@ COMMENT ON TABLE jobs_topic_subscriptions IS
 {{ template "snapshots/007/functions/_jobs_claims_release.sql" . }}
 {{ template "snapshots/007/functions/_jobs_queued_sync.sql" . }}
 {{ template "snapshots/007/functions/_jobs_unique_key_sync.sql" . }}
+{{ template "snapshots/007/functions/_jobs_unique_key_superseded.sql" . }}
 {{ template "snapshots/007/functions/_jobs_dead_cancelled_sync.sql" . }}
 {{ template "snapshots/007/functions/_jobs_truncate_sync.sql" . }}
 {{ template "snapshots/007/functions/_jobs_dependencies_release.sql" . }}
@@ -228,6 +253,7 @@ COMMENT ON TABLE jobs_topic_subscriptions IS
 {{ template "snapshots/007/functions/_jobs_revive.sql" . }}
 {{ template "snapshots/007/functions/_jobs_prunable.sql" . }}
 {{ template "snapshots/007/functions/_jobs_enqueue_child.sql" . }}
+{{ template "snapshots/007/functions/_jobs_enqueue_duplicate.sql" . }}
 {{ template "snapshots/007/functions/jobs_enqueue.sql" . }}
 {{ template "snapshots/007/functions/jobs_enqueue_workflow.sql" . }}
 {{ template "snapshots/007/functions/jobs_enqueue_many.sql" . }}

@@ -16,6 +16,7 @@
 {{ template "functions/_jobs_claims_release.sql" . }}
 {{ template "functions/_jobs_queued_sync.sql" . }}
 {{ template "functions/_jobs_unique_key_sync.sql" . }}
+{{ template "functions/_jobs_unique_key_superseded.sql" . }}
 {{ template "functions/_jobs_dead_cancelled_sync.sql" . }}
 {{ template "functions/_jobs_truncate_sync.sql" . }}
 {{ template "functions/_jobs_dependencies_release.sql" . }}
@@ -25,6 +26,7 @@
 {{ template "functions/_jobs_prunable.sql" . }}
 {{ template "functions/jobs_backoff.sql" . }}
 {{ template "functions/_jobs_enqueue_child.sql" . }}
+{{ template "functions/_jobs_enqueue_duplicate.sql" . }}
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/jobs_enqueue_workflow.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}

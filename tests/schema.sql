@@ -960,7 +960,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_dependencies_release() IS 'skiplock (private): trigger dropping a deleted job''s dependency rows.';
 
-CREATE FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text) RETURNS bigint
+CREATE FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text, unique_for interval DEFAULT NULL::interval) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -1005,7 +1005,7 @@ BEGIN
 
     INSERT INTO jobs (id, queue, kind, payload, state, run_at, priority, max_attempts, unique_key, concurrency_key,
                       meta, notify_finished, workflow_id, workflow_step, depends_on, pending_parents,
-                      on_parent_failure, finished_at, cancelled_by, last_error, errors)
+                      on_parent_failure, finished_at, cancelled_by, last_error, errors, unique_for)
     VALUES (v_id, _jobs_enqueue_child.queue, _jobs_enqueue_child.kind, _jobs_enqueue_child.payload, v_state,
             _jobs_enqueue_child.run_at, _jobs_enqueue_child.priority, _jobs_enqueue_child.max_attempts,
             _jobs_enqueue_child.unique_key, _jobs_enqueue_child.concurrency_key, _jobs_enqueue_child.meta,
@@ -1016,7 +1016,8 @@ BEGIN
             v_error,
             CASE WHEN v_state = 'cancelled'
                  THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(), 'error', v_error))
-                 ELSE '[]' END);
+                 ELSE '[]' END,
+            _jobs_enqueue_child.unique_for);
 
     INSERT INTO jobs_dependencies (parent_id, child_id, resolved)
     SELECT p, v_id, s = 'done' OR (s IN ('dead', 'cancelled') AND v_run)
@@ -1036,9 +1037,16 @@ BEGIN
             PERFORM pg_notify('jobs_ready', _jobs_enqueue_child.queue);
         END IF;
     ELSIF v_state = 'cancelled' THEN
-        -- Born finished: the key is free again, and waiters hear of it now.
-        DELETE FROM jobs_unique_keys k
-        WHERE k.queue = _jobs_enqueue_child.queue AND k.unique_key = _jobs_enqueue_child.unique_key AND k.id = v_id;
+        -- Born finished: the key is free again (or, with unique_for, taken for that long, as
+        -- _jobs_unique_key_sync does for a job that ends), and waiters hear of it now.
+        IF _jobs_enqueue_child.unique_for IS NULL THEN
+            DELETE FROM jobs_unique_keys k
+            WHERE k.queue = _jobs_enqueue_child.queue AND k.unique_key = _jobs_enqueue_child.unique_key AND k.id = v_id;
+        ELSE
+            UPDATE jobs_unique_keys k
+            SET held_until = now() + _jobs_enqueue_child.unique_for
+            WHERE k.queue = _jobs_enqueue_child.queue AND k.unique_key = _jobs_enqueue_child.unique_key AND k.id = v_id;
+        END IF;
         IF _jobs_enqueue_child.notify_finished THEN
             PERFORM pg_notify('jobs_finished', v_id::text);
         END IF;
@@ -1047,7 +1055,137 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text) IS 'skiplock (private): inserts a job with parents (waiting, queued or cancelled by their states) and its dependencies.';
+COMMENT ON FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text, unique_for interval) IS 'skiplock (private): inserts a job with parents (waiting, queued or cancelled by their states) and its dependencies.';
+
+CREATE FUNCTION skiplock._jobs_enqueue_duplicate(queue text, unique_key text, on_duplicate text, new_id bigint, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, notify boolean, OUT id bigint, OUT not_before timestamp with time zone) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_holder bigint;
+    v_held   timestamptz;
+    v_state  jobs_state;
+    v_queue  text;
+    v_prio   integer;
+    v_run_at timestamptz;
+    v_for    interval;
+BEGIN
+    LOOP
+        SELECT k.id, k.held_until INTO v_holder, v_held
+        FROM jobs_unique_keys k
+        WHERE k.queue = _jobs_enqueue_duplicate.queue AND k.unique_key = _jobs_enqueue_duplicate.unique_key;
+        IF NOT FOUND THEN
+            -- The holder finished meanwhile: the key is free (or a concurrent insert, which
+            -- this waits for, takes it first).
+            INSERT INTO jobs_unique_keys (queue, unique_key, id)
+            VALUES (_jobs_enqueue_duplicate.queue, _jobs_enqueue_duplicate.unique_key, _jobs_enqueue_duplicate.new_id)
+            ON CONFLICT (queue, unique_key) DO NOTHING;
+            IF FOUND THEN
+                id := _jobs_enqueue_duplicate.new_id;
+                RETURN;
+            END IF;
+            CONTINUE;
+        END IF;
+
+        IF v_held IS NOT NULL THEN
+            -- A finished job's unique_for period.
+            IF v_held > now() THEN
+                id := v_holder;
+                RETURN;
+            END IF;
+            UPDATE jobs_unique_keys k
+            SET id = _jobs_enqueue_duplicate.new_id, held_until = NULL
+            WHERE k.queue = _jobs_enqueue_duplicate.queue AND k.unique_key = _jobs_enqueue_duplicate.unique_key
+              AND k.id = v_holder AND k.held_until = v_held;
+            IF FOUND THEN
+                id := _jobs_enqueue_duplicate.new_id;
+                not_before := v_held;
+                RETURN;
+            END IF;
+            CONTINUE;
+        END IF;
+
+        IF _jobs_enqueue_duplicate.on_duplicate = 'keep' THEN
+            id := v_holder;
+            RETURN;
+        END IF;
+
+        -- 'replace'. A queued holder's jobs_queued row first, as a claim takes it: a claim
+        -- that picked it first finishes (the row is gone, the holder running) before this
+        -- goes on, and no claim picks it while this holds it.
+        SELECT j.state, j.queue, j.priority, j.run_at INTO v_state, v_queue, v_prio, v_run_at
+        FROM jobs j WHERE j.id = v_holder;
+        IF v_state = 'queued' THEN
+            PERFORM FROM jobs_queued q
+            WHERE (q.queue, q.priority, q.run_at, q.id) = (v_queue, v_prio, v_run_at, v_holder)
+            FOR UPDATE;
+            CONTINUE WHEN NOT FOUND; -- claimed or changed meanwhile: look again
+        END IF;
+        IF v_state = 'queued' THEN
+            -- Holding its jobs_queued row, the job can leave queued (a cancel) but not change
+            -- while queued: every such change takes that row first.
+            SELECT j.state, j.unique_for INTO v_state, v_for
+            FROM jobs j WHERE j.id = v_holder
+            FOR NO KEY UPDATE;
+        ELSE
+            -- Running or waiting when read: it may be queued by the time its row is ours
+            -- (a failed attempt's retry, its last parent done), with a jobs_queued row this
+            -- does not hold and, holding the job's row, must not wait for (a claim waits in
+            -- the other order). Then the lock goes with the subtransaction and the loop
+            -- starts over, taking the jobs_queued row first.
+            BEGIN
+                SELECT j.state, j.unique_for INTO v_state, v_for
+                FROM jobs j WHERE j.id = v_holder
+                FOR NO KEY UPDATE;
+                IF v_state = 'queued' THEN
+                    RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state';
+                END IF;
+            EXCEPTION WHEN object_not_in_prerequisite_state THEN
+                CONTINUE;
+            END;
+        END IF;
+        -- With the holder's row held, its key cannot move or go: is it still the holder?
+        CONTINUE WHEN NOT EXISTS (SELECT FROM jobs_unique_keys k
+                                  WHERE k.queue = _jobs_enqueue_duplicate.queue
+                                    AND k.unique_key = _jobs_enqueue_duplicate.unique_key
+                                    AND k.id = v_holder AND k.held_until IS NULL);
+        IF v_state IN ('waiting', 'queued') THEN
+            -- In place; a changed run_at or priority moves the jobs_queued row (trigger
+            -- jobs_queued_sync), the one held here.
+            UPDATE jobs j
+            SET payload = _jobs_enqueue_duplicate.payload,
+                run_at = _jobs_enqueue_duplicate.run_at,
+                priority = _jobs_enqueue_duplicate.priority,
+                max_attempts = _jobs_enqueue_duplicate.max_attempts
+            WHERE j.id = v_holder;
+            IF v_state = 'queued' AND _jobs_enqueue_duplicate.notify AND _jobs_enqueue_duplicate.run_at <= now() THEN
+                PERFORM pg_notify('jobs_ready', _jobs_enqueue_duplicate.queue);
+            END IF;
+            id := v_holder;
+            RETURN;
+        ELSIF v_state = 'running' THEN
+            IF v_for IS NOT NULL THEN
+                id := v_holder;
+                RETURN;
+            END IF;
+            UPDATE jobs_unique_keys k
+            SET id = _jobs_enqueue_duplicate.new_id
+            WHERE k.queue = _jobs_enqueue_duplicate.queue AND k.unique_key = _jobs_enqueue_duplicate.unique_key
+              AND k.id = v_holder;
+            UPDATE jobs j SET superseded_by = _jobs_enqueue_duplicate.new_id WHERE j.id = v_holder;
+            id := _jobs_enqueue_duplicate.new_id;
+            RETURN;
+        END IF;
+        -- Finished in this very transaction before its key row went (a trigger's order):
+        -- nothing to replace.
+        id := v_holder;
+        RETURN;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_enqueue_duplicate(queue text, unique_key text, on_duplicate text, new_id bigint, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, notify boolean, OUT id bigint, OUT not_before timestamp with time zone) IS 'skiplock (private): an enqueue meeting its unique_key taken: keep, replace in place, supersede a running job, or take over an ended period.';
 
 CREATE FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
@@ -1326,7 +1464,9 @@ BEGIN
               -- A live job took the child's key meanwhile: that job does the child's work.
               AND (c.unique_key IS NULL
                    OR NOT EXISTS (SELECT FROM jobs_unique_keys k
-                                  WHERE k.queue = c.queue AND k.unique_key = c.unique_key))
+                                  WHERE k.queue = c.queue AND k.unique_key = c.unique_key
+                                    -- (a unique_for period of its own, or one that is over, gives way)
+                                    AND NOT (k.held_until IS NOT NULL AND (k.id = c.id OR k.held_until <= now()))))
             RETURNING c.id, c.has_children
         )
         SELECT ARRAY(SELECT r.id FROM revived r WHERE r.has_children ORDER BY r.id) INTO v_ids;
@@ -1348,15 +1488,50 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_truncate_sync() IS 'skiplock (private): trigger emptying the tables that list jobs when jobs is truncated.';
 
+CREATE FUNCTION skiplock._jobs_unique_key_superseded() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM jobs_unique_keys k
+                   WHERE k.queue = NEW.queue AND k.unique_key = NEW.unique_key AND k.id = NEW.id) THEN
+        NEW.state := 'cancelled';
+        NEW.finished_at := now();
+        NEW.last_error := format('superseded by job %s', NEW.superseded_by);
+        NEW.errors := _jobs_errors_append(NEW.errors, jsonb_build_object('attempt', NEW.attempts, 'at', now(),
+                                                                         'error', NEW.last_error));
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_unique_key_superseded() IS 'skiplock (private): trigger cancelling a job superseded by a replace instead of queueing it again.';
+
 CREATE FUNCTION skiplock._jobs_unique_key_sync() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
 BEGIN
     IF TG_OP = 'DELETE' OR NEW.state IN ('done', 'dead', 'cancelled') THEN
-        DELETE FROM jobs_unique_keys k
-        WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.id = OLD.id;
+        IF OLD.unique_for IS NULL THEN
+            DELETE FROM jobs_unique_keys k
+            WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.id = OLD.id;
+        ELSIF TG_OP = 'DELETE' THEN
+            -- Throttle: the key stays taken for unique_for after the job's end (here a
+            -- completion that deletes the row).
+            UPDATE jobs_unique_keys k
+            SET held_until = now() + OLD.unique_for
+            WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.id = OLD.id;
+        ELSE
+            UPDATE jobs_unique_keys k
+            SET held_until = coalesce(NEW.finished_at, now()) + OLD.unique_for
+            WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.id = OLD.id;
+        END IF;
     ELSE
+        DELETE FROM jobs_unique_keys k
+        WHERE k.queue = NEW.queue AND k.unique_key = NEW.unique_key
+          AND k.held_until IS NOT NULL
+          AND (k.id = NEW.id OR k.held_until <= now());
         INSERT INTO jobs_unique_keys (queue, unique_key, id) VALUES (NEW.queue, NEW.unique_key, NEW.id);
     END IF;
     RETURN NULL;
@@ -2172,7 +2347,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) IS 'skiplock: deletes up to max_jobs finished jobs matching the filters (default: done, dead, cancelled); skips locked rows; returns the count.';
 
-CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, meta jsonb DEFAULT NULL::jsonb, notify boolean DEFAULT true, depends_on bigint[] DEFAULT NULL::bigint[], on_parent_failure text DEFAULT 'cancel'::text, notify_finished boolean DEFAULT false) RETURNS bigint
+CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, unique_key text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, meta jsonb DEFAULT NULL::jsonb, notify boolean DEFAULT true, depends_on bigint[] DEFAULT NULL::bigint[], on_parent_failure text DEFAULT 'cancel'::text, notify_finished boolean DEFAULT false, on_duplicate text DEFAULT 'keep'::text, unique_for interval DEFAULT NULL::interval) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -2180,6 +2355,7 @@ CREATE FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb DEFAULT '{}'::jso
 DECLARE
     v_id      bigint;
     v_parents bigint[];
+    v_dup     record;
 BEGIN
     IF jobs_enqueue.kind IS NULL OR jobs_enqueue.kind = '' OR octet_length(jobs_enqueue.kind) > 200 THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'kind', 'must be a non-empty string of at most 200 bytes');
@@ -2236,6 +2412,22 @@ BEGIN
         END IF;
     END IF;
 
+    -- The duplicate arguments, looked at only when one is not its default.
+    IF jobs_enqueue.on_duplicate IS DISTINCT FROM 'keep' OR jobs_enqueue.unique_for IS NOT NULL THEN
+        IF jobs_enqueue.on_duplicate IS NULL OR jobs_enqueue.on_duplicate NOT IN ('keep', 'replace') THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'on_duplicate', 'must be ''keep'' or ''replace''');
+        END IF;
+        IF jobs_enqueue.unique_for <= interval '0' OR jobs_enqueue.unique_for > interval '100 years' THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'unique_for', 'must be NULL or a positive interval of at most 100 years');
+        END IF;
+        IF jobs_enqueue.unique_key IS NULL AND jobs_enqueue.on_duplicate = 'replace' THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'on_duplicate', 'must be ''keep'' when unique_key is NULL (a job without a key has no duplicate)');
+        END IF;
+        IF jobs_enqueue.unique_key IS NULL AND jobs_enqueue.unique_for IS NOT NULL THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'unique_for', 'must be NULL when unique_key is NULL (it is how long the key stays taken)');
+        END IF;
+    END IF;
+
     -- With a key a live job holds, nothing below looks at the parents: their ids are
     -- checked here, so that an unknown one is refused whatever the key.
     IF jobs_enqueue.unique_key IS NOT NULL AND v_parents IS NOT NULL THEN
@@ -2250,42 +2442,41 @@ BEGIN
 
     IF jobs_enqueue.unique_key IS NOT NULL THEN
         -- The key first: its row in jobs_unique_keys is the lock that makes concurrent
-        -- callers with the same key take turns. The live job holding the key can finish
-        -- between our failed insert and the lookup; then the key is free again and the next
-        -- round inserts.
-        LOOP
-            INSERT INTO jobs_unique_keys (queue, unique_key, id)
-            VALUES (jobs_enqueue.queue, jobs_enqueue.unique_key, nextval('jobs_id_seq'))
-            ON CONFLICT (queue, unique_key) DO NOTHING
-            RETURNING id INTO v_id;
-            IF v_id IS NOT NULL THEN
-                EXIT;
+        -- callers with the same key take turns. When it is taken, _jobs_enqueue_duplicate
+        -- says which job stands for this one (kept, replaced in place, or still in its
+        -- unique_for period), or gives the key to the id drawn here.
+        v_id := nextval('jobs_id_seq');
+        INSERT INTO jobs_unique_keys (queue, unique_key, id)
+        VALUES (jobs_enqueue.queue, jobs_enqueue.unique_key, v_id)
+        ON CONFLICT (queue, unique_key) DO NOTHING;
+        IF NOT FOUND THEN
+            SELECT d.id, d.not_before INTO v_dup
+            FROM _jobs_enqueue_duplicate(jobs_enqueue.queue, jobs_enqueue.unique_key, jobs_enqueue.on_duplicate, v_id,
+                                         jobs_enqueue.payload, jobs_enqueue.run_at, jobs_enqueue.priority,
+                                         jobs_enqueue.max_attempts, jobs_enqueue.notify) AS d;
+            IF v_dup.id <> v_id THEN
+                RETURN v_dup.id;
             END IF;
-
-            SELECT k.id INTO v_id
-            FROM jobs_unique_keys k
-            WHERE k.queue = jobs_enqueue.queue
-              AND k.unique_key = jobs_enqueue.unique_key;
-            IF v_id IS NOT NULL THEN
-                RETURN v_id;
-            END IF;
-        END LOOP;
+            jobs_enqueue.run_at := greatest(jobs_enqueue.run_at, v_dup.not_before);
+        END IF;
     END IF;
 
     IF v_parents IS NOT NULL THEN
         RETURN _jobs_enqueue_child(jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.queue, jobs_enqueue.run_at,
                                    jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
                                    jobs_enqueue.concurrency_key, jobs_enqueue.meta, jobs_enqueue.notify, v_parents,
-                                   jobs_enqueue.on_parent_failure, jobs_enqueue.notify_finished, v_id, NULL, NULL);
+                                   jobs_enqueue.on_parent_failure, jobs_enqueue.notify_finished, v_id, NULL, NULL,
+                                   jobs_enqueue.unique_for);
     END IF;
 
     -- The job, and its row in jobs_queued (what claims find it by).
     WITH inserted AS (
         INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta,
-                          notify_finished)
+                          notify_finished, unique_for)
         VALUES (coalesce(v_id, nextval('jobs_id_seq')), jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload,
                 jobs_enqueue.run_at, jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
-                jobs_enqueue.concurrency_key, jobs_enqueue.meta, nullif(jobs_enqueue.notify_finished, false))
+                jobs_enqueue.concurrency_key, jobs_enqueue.meta, nullif(jobs_enqueue.notify_finished, false),
+                jobs_enqueue.unique_for)
         RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
     )
     INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
@@ -2299,9 +2490,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, depends_on bigint[], on_parent_failure text, notify_finished boolean) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
+COMMENT ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, depends_on bigint[], on_parent_failure text, notify_finished boolean, on_duplicate text, unique_for interval) IS 'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';
 
-CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[], concurrency_keys text[] DEFAULT NULL::text[], metas jsonb[] DEFAULT NULL::jsonb[], notify boolean DEFAULT true) RETURNS SETOF bigint
+CREATE FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[] DEFAULT NULL::jsonb[], queues text[] DEFAULT NULL::text[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], max_attempts integer[] DEFAULT NULL::integer[], unique_keys text[] DEFAULT NULL::text[], concurrency_keys text[] DEFAULT NULL::text[], metas jsonb[] DEFAULT NULL::jsonb[], notify boolean DEFAULT true, on_duplicates text[] DEFAULT NULL::text[], unique_fors interval[] DEFAULT NULL::interval[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -2317,6 +2508,9 @@ DECLARE
     v_unique_keys  text[];
     v_conc_keys    text[];
     v_metas        jsonb[];
+    v_on_dups      text[];
+    v_unique_fors  interval[];
+    v_dup          record;
     v_param        text;
     v_bad          record;
     v_ids          bigint[];
@@ -2343,7 +2537,9 @@ BEGIN
                  ('max_attempts', array_ndims(jobs_enqueue_many.max_attempts)),
                  ('unique_keys', array_ndims(jobs_enqueue_many.unique_keys)),
                  ('concurrency_keys', array_ndims(jobs_enqueue_many.concurrency_keys)),
-                 ('metas', array_ndims(jobs_enqueue_many.metas))) AS p(param, ndims)
+                 ('metas', array_ndims(jobs_enqueue_many.metas)),
+                 ('on_duplicates', array_ndims(jobs_enqueue_many.on_duplicates)),
+                 ('unique_fors', array_ndims(jobs_enqueue_many.unique_fors))) AS p(param, ndims)
     WHERE p.ndims > 1
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -2358,7 +2554,9 @@ BEGIN
                  ('max_attempts', cardinality(jobs_enqueue_many.max_attempts)),
                  ('unique_keys', cardinality(jobs_enqueue_many.unique_keys)),
                  ('concurrency_keys', cardinality(jobs_enqueue_many.concurrency_keys)),
-                 ('metas', cardinality(jobs_enqueue_many.metas))) AS p(param, n)
+                 ('metas', cardinality(jobs_enqueue_many.metas)),
+                 ('on_duplicates', cardinality(jobs_enqueue_many.on_duplicates)),
+                 ('unique_fors', cardinality(jobs_enqueue_many.unique_fors))) AS p(param, n)
     WHERE p.n IS NOT NULL AND p.n <> v_n
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -2400,12 +2598,18 @@ BEGIN
     v_metas        := CASE WHEN jobs_enqueue_many.metas IS NULL THEN array_fill(NULL::jsonb, ARRAY[v_n])
                        WHEN array_lower(jobs_enqueue_many.metas, 1) = 1 THEN jobs_enqueue_many.metas
                        ELSE ARRAY(SELECT unnest(jobs_enqueue_many.metas)) END;
+    v_on_dups      := CASE WHEN jobs_enqueue_many.on_duplicates IS NULL THEN array_fill('keep'::text, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.on_duplicates, 1) = 1 THEN jobs_enqueue_many.on_duplicates
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.on_duplicates)) END;
+    v_unique_fors  := CASE WHEN jobs_enqueue_many.unique_fors IS NULL THEN array_fill(NULL::interval, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.unique_fors, 1) = 1 THEN jobs_enqueue_many.unique_fors
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.unique_fors)) END;
 
     SELECT * INTO v_bad
     FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities, v_max_attempts,
-                v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
-                                                                          max_attempts, unique_key, concurrency_key,
-                                                                          meta, ord)
+                v_unique_keys, v_conc_keys, v_metas, v_on_dups, v_unique_fors)
+         WITH ORDINALITY AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key,
+                              meta, on_duplicate, unique_for, ord)
     WHERE t.kind IS NULL OR t.kind = '' OR octet_length(t.kind) > 200
        OR t.payload IS NULL
        OR t.queue IS NULL OR t.queue = '' OR octet_length(t.queue) > 200
@@ -2415,6 +2619,9 @@ BEGIN
        OR t.unique_key = '' OR octet_length(t.unique_key) > 200
        OR t.concurrency_key = '' OR octet_length(t.concurrency_key) > 200
        OR jsonb_typeof(t.meta) <> 'object'
+       OR t.on_duplicate IS NULL OR t.on_duplicate NOT IN ('keep', 'replace')
+       OR t.unique_for <= interval '0' OR t.unique_for > interval '100 years'
+       OR (t.unique_key IS NULL AND (t.on_duplicate = 'replace' OR t.unique_for IS NOT NULL))
     ORDER BY t.ord
     LIMIT 1;
     IF FOUND THEN
@@ -2439,9 +2646,21 @@ BEGIN
         ELSIF v_bad.concurrency_key = '' OR octet_length(v_bad.concurrency_key) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('concurrency_keys[%s]', v_bad.ord),
                                   'must be NULL or a non-empty string of at most 200 bytes');
-        ELSE
+        ELSIF jsonb_typeof(v_bad.meta) <> 'object' THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('metas[%s]', v_bad.ord),
                                   'must be NULL or a JSON object');
+        ELSIF v_bad.on_duplicate IS NULL OR v_bad.on_duplicate NOT IN ('keep', 'replace') THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('on_duplicates[%s]', v_bad.ord),
+                                  'must be ''keep'' or ''replace''');
+        ELSIF v_bad.unique_for <= interval '0' OR v_bad.unique_for > interval '100 years' THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('unique_fors[%s]', v_bad.ord),
+                                  'must be NULL or a positive interval of at most 100 years');
+        ELSIF v_bad.on_duplicate = 'replace' THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('on_duplicates[%s]', v_bad.ord),
+                                  'must be ''keep'' when unique_keys[' || v_bad.ord || '] is NULL (a job without a key has no duplicate)');
+        ELSE
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('unique_fors[%s]', v_bad.ord),
+                                  'must be NULL when unique_keys[' || v_bad.ord || '] is NULL (it is how long the key stays taken)');
         END IF;
     END IF;
 
@@ -2486,12 +2705,13 @@ BEGIN
         -- The jobs without a key and those whose key was free.
         WITH inserted AS (
             INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key,
-                              meta)
+                              meta, unique_for)
             SELECT v_ids[t.ord], t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.unique_key,
-                   t.concurrency_key, t.meta
+                   t.concurrency_key, t.meta, t.unique_for
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
-                        v_max_attempts, v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY
-                 AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key, meta, ord)
+                        v_max_attempts, v_unique_keys, v_conc_keys, v_metas, v_unique_fors) WITH ORDINALITY
+                 AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key, meta,
+                      unique_for, ord)
             WHERE t.unique_key IS NULL OR v_ids[t.ord] = ANY (v_inserted)
             ORDER BY t.ord
             RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
@@ -2505,31 +2725,27 @@ BEGIN
             WHERE t.unique_key IS NOT NULL AND NOT t.id = ANY (v_inserted)
             ORDER BY t.ord
         LOOP
-            -- Same loop as jobs_enqueue: the key's holder may finish before we look it up.
-            LOOP
-                SELECT k.id INTO v_id
-                FROM jobs_unique_keys k
-                WHERE k.queue = v_queues[v_missing.ord]
-                  AND k.unique_key = v_unique_keys[v_missing.ord];
-                EXIT WHEN FOUND;
-
-                INSERT INTO jobs_unique_keys (queue, unique_key, id)
-                VALUES (v_queues[v_missing.ord], v_unique_keys[v_missing.ord], v_ids[v_missing.ord])
-                ON CONFLICT (queue, unique_key) DO NOTHING
-                RETURNING id INTO v_id;
-                IF v_id IS NOT NULL THEN
-                    INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key,
-                                      concurrency_key, meta)
-                    VALUES (v_id, v_queues[v_missing.ord], v_kinds[v_missing.ord],
-                            v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
-                            v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord],
-                            v_metas[v_missing.ord]);
-                    INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
-                    VALUES (v_queues[v_missing.ord], v_priorities[v_missing.ord], v_run_ats[v_missing.ord], v_id,
-                            v_conc_keys[v_missing.ord]);
-                    EXIT;
-                END IF;
-            END LOOP;
+            -- As in jobs_enqueue: kept, replaced in place (also a job an earlier element of
+            -- this call inserted: the later element's fields win), still in its unique_for
+            -- period, or the key given to the id drawn for this input.
+            SELECT d.id, d.not_before INTO v_dup
+            FROM _jobs_enqueue_duplicate(v_queues[v_missing.ord], v_unique_keys[v_missing.ord], v_on_dups[v_missing.ord],
+                                         v_ids[v_missing.ord], v_payloads[v_missing.ord], v_run_ats[v_missing.ord],
+                                         v_priorities[v_missing.ord], v_max_attempts[v_missing.ord],
+                                         jobs_enqueue_many.notify) AS d;
+            v_id := v_dup.id;
+            IF v_id = v_ids[v_missing.ord] THEN
+                v_run_ats[v_missing.ord] := greatest(v_run_ats[v_missing.ord], v_dup.not_before);
+                INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key,
+                                  concurrency_key, meta, unique_for)
+                VALUES (v_id, v_queues[v_missing.ord], v_kinds[v_missing.ord],
+                        v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
+                        v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord],
+                        v_metas[v_missing.ord], v_unique_fors[v_missing.ord]);
+                INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+                VALUES (v_queues[v_missing.ord], v_priorities[v_missing.ord], v_run_ats[v_missing.ord], v_id,
+                        v_conc_keys[v_missing.ord]);
+            END IF;
             v_ids[v_missing.ord] := v_id;
         END LOOP;
 
@@ -2548,7 +2764,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
+COMMENT ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean, on_duplicates text[], unique_fors interval[]) IS 'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';
 
 CREATE FUNCTION skiplock.jobs_enqueue_workflow(steps jsonb) RETURNS TABLE(name text, id bigint)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3013,6 +3229,8 @@ CREATE TABLE skiplock.jobs (
     result jsonb,
     checkpoints jsonb,
     progress jsonb,
+    unique_for interval,
+    superseded_by bigint,
     CONSTRAINT jobs_attempts_valid CHECK ((attempts >= 0)),
     CONSTRAINT jobs_errors_is_array CHECK ((jsonb_typeof(errors) = 'array'::text)),
     CONSTRAINT jobs_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
@@ -3050,6 +3268,10 @@ COMMENT ON COLUMN skiplock.jobs.result IS 'skiplock: what the job returned (jobs
 COMMENT ON COLUMN skiplock.jobs.checkpoints IS 'skiplock: the values of the job''s finished steps (jobs_checkpoint), by step name; NULL for none.';
 
 COMMENT ON COLUMN skiplock.jobs.progress IS 'skiplock: the job''s last reported progress (jobs_progress); NULL for none.';
+
+COMMENT ON COLUMN skiplock.jobs.unique_for IS 'skiplock: how long the job''s unique_key stays taken after it finished (jobs_enqueue''s unique_for); NULL for other jobs.';
+
+COMMENT ON COLUMN skiplock.jobs.superseded_by IS 'skiplock: the job that an enqueue with on_duplicate ''replace'' gave this job''s unique_key to while it ran; NULL otherwise.';
 
 CREATE FUNCTION skiplock.jobs_inspect(id bigint) RETURNS SETOF skiplock.jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3213,6 +3435,20 @@ BEGIN
     v_result.ran := true;
 
     v_result.requeued := jobs_requeue_expired();
+
+    -- The unique_for periods that are over: their keys' rows (an enqueue would take them
+    -- over anyway; this keeps the table to the keys still taken). A full batch asks for
+    -- another round.
+    DELETE FROM jobs_unique_keys k
+    WHERE k.ctid = ANY (ARRAY(
+            SELECT h.ctid
+            FROM jobs_unique_keys h
+            WHERE h.held_until IS NOT NULL AND h.held_until <= now()
+            ORDER BY h.held_until
+            LIMIT jobs_maintain.max_jobs
+            FOR UPDATE SKIP LOCKED));
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    v_result.more := v_count = jobs_maintain.max_jobs;
 
     SELECT * INTO v_settings FROM jobs_settings;
 
@@ -4063,10 +4299,12 @@ BEGIN
               AND (jobs_retry_many.kind IS NULL OR j.kind = jobs_retry_many.kind)
               -- A key a live job holds cannot be retried now; skipping it here (not just in
               -- the update) lets a drain loop end instead of picking the same jobs forever.
+              -- A unique_for period held by the job's own end, or one that is over, gives way.
               AND (j.unique_key IS NULL OR NOT EXISTS (
                       SELECT FROM jobs_unique_keys l
                       WHERE l.queue = j.queue
-                        AND l.unique_key = j.unique_key))
+                        AND l.unique_key = j.unique_key
+                        AND NOT (l.held_until IS NOT NULL AND (l.id = j.id OR l.held_until <= now()))))
               -- What jobs_retry refuses: an id a router would send elsewhere, no attempt
               -- left. (The shard is read in this statement, whose snapshot is taken once it
               -- holds its lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
@@ -4221,7 +4459,8 @@ BEGIN
                           AND NOT EXISTS (
                               SELECT FROM jobs_unique_keys l
                               WHERE l.queue = v_key_queue
-                                AND l.unique_key = v_key)
+                                AND l.unique_key = v_key
+                                AND NOT (l.held_until IS NOT NULL AND (l.id = j.id OR l.held_until <= now())))
                         RETURNING j.queue INTO v_queue;
                         IF FOUND THEN
                             v_chunk_count := v_chunk_count + 1;
@@ -4911,10 +5150,11 @@ COMMENT ON COLUMN skiplock.jobs_settings.shard IS 'skiplock: this database''s sh
 CREATE TABLE skiplock.jobs_unique_keys (
     queue text NOT NULL,
     unique_key text NOT NULL,
-    id bigint NOT NULL
+    id bigint NOT NULL,
+    held_until timestamp with time zone
 );
 
-COMMENT ON TABLE skiplock.jobs_unique_keys IS 'skiplock (private): the unique_key of each queued or running job.';
+COMMENT ON TABLE skiplock.jobs_unique_keys IS 'skiplock (private): the unique_key of each live job, and of each finished job enqueued with unique_for until its period ends (held_until).';
 
 ALTER TABLE ONLY skiplock.jobs_claims
     ADD CONSTRAINT jobs_claims_pkey PRIMARY KEY (claim_id);
@@ -4970,6 +5210,8 @@ CREATE INDEX jobs_ready_key_idx ON skiplock.jobs_queued USING btree (queue, conc
 
 CREATE INDEX jobs_schedules_due_idx ON skiplock.jobs_schedules USING btree (next_run_at) WHERE enabled;
 
+CREATE INDEX jobs_unique_keys_held_idx ON skiplock.jobs_unique_keys USING btree (held_until) WHERE (held_until IS NOT NULL);
+
 CREATE INDEX jobs_workflow_idx ON skiplock.jobs USING btree (workflow_id) WHERE (workflow_id IS NOT NULL);
 
 CREATE TRIGGER jobs_dead_cancelled_insert AFTER INSERT ON skiplock.jobs FOR EACH ROW WHEN ((new.state = ANY (ARRAY['dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))) EXECUTE FUNCTION skiplock._jobs_dead_cancelled_sync();
@@ -4989,6 +5231,8 @@ CREATE TRIGGER jobs_queued_sync AFTER UPDATE OF state, queue, priority, run_at, 
 CREATE TRIGGER jobs_truncate_sync AFTER TRUNCATE ON skiplock.jobs FOR EACH STATEMENT EXECUTE FUNCTION skiplock._jobs_truncate_sync();
 
 CREATE TRIGGER jobs_unique_key_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN (((old.unique_key IS NOT NULL) AND (old.state <> ALL (ARRAY['done'::skiplock.jobs_state, 'dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state])))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
+
+CREATE TRIGGER jobs_unique_key_superseded BEFORE UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN (((new.superseded_by IS NOT NULL) AND (new.unique_key IS NOT NULL) AND (old.state = 'running'::skiplock.jobs_state) AND (new.state = 'queued'::skiplock.jobs_state))) EXECUTE FUNCTION skiplock._jobs_unique_key_superseded();
 
 CREATE TRIGGER jobs_unique_key_sync AFTER UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN (((new.unique_key IS NOT NULL) AND ((old.state = ANY (ARRAY['done'::skiplock.jobs_state, 'dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state])) <> (new.state = ANY (ARRAY['done'::skiplock.jobs_state, 'dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
 
@@ -5024,7 +5268,9 @@ REVOKE ALL ON FUNCTION skiplock._jobs_dead_cancelled_sync() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_dependencies_release() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text, unique_for interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_enqueue_duplicate(queue text, unique_key text, on_duplicate text, new_id bigint, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, notify boolean, OUT id bigint, OUT not_before timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) FROM PUBLIC;
 
@@ -5043,6 +5289,8 @@ REVOKE ALL ON FUNCTION skiplock._jobs_queued_sync() FROM PUBLIC;
 REVOKE ALL ON FUNCTION skiplock._jobs_revive(ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_truncate_sync() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_unique_key_superseded() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_unique_key_sync() FROM PUBLIC;
 
@@ -5085,11 +5333,11 @@ GRANT ALL ON FUNCTION skiplock.jobs_cron_next(cron text, after timestamp with ti
 REVOKE ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_delete_many(ids bigint[], queue text, kind text, states skiplock.jobs_state[], max_jobs integer) TO jobs_admin;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, depends_on bigint[], on_parent_failure text, notify_finished boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, depends_on bigint[], on_parent_failure text, notify_finished boolean) TO jobs_producer;
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, depends_on bigint[], on_parent_failure text, notify_finished boolean, on_duplicate text, unique_for interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, depends_on bigint[], on_parent_failure text, notify_finished boolean, on_duplicate text, unique_for interval) TO jobs_producer;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean) TO jobs_producer;
+REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean, on_duplicates text[], unique_fors interval[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_enqueue_many(kinds text[], payloads jsonb[], queues text[], run_ats timestamp with time zone[], priorities integer[], max_attempts integer[], unique_keys text[], concurrency_keys text[], metas jsonb[], notify boolean, on_duplicates text[], unique_fors interval[]) TO jobs_producer;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_enqueue_workflow(steps jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_enqueue_workflow(steps jsonb) TO jobs_producer;

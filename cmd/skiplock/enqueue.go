@@ -16,8 +16,14 @@ var enqueueCommand = &command{
 	synopsis: "KIND [PAYLOAD | -] [flags]",
 	summary:  "add a job and print its id (jobs_enqueue)",
 	help: `Adds one job of kind KIND with the JSON PAYLOAD (default {}; - reads it from stdin) and
-prints its id. With --unique-key, while a job of the same queue and key is queued or running,
-prints that job's id instead. Needs a role granted jobs_producer.
+prints its id. With --unique-key, while a job of the same queue and key is waiting, queued or
+running, prints that job's id instead. Needs a role granted jobs_producer.
+
+--on-duplicate replace (debounce, with --in): while the key's job is waiting or queued, it
+takes this job's payload, run time, priority and max attempts (its id is printed); while it
+runs, this job is added after it and takes the key. --unique-for DURATION (throttle) keeps
+the key taken for that long after its job finished, printing the finished job's id
+meanwhile: a job of the key starts at most once per DURATION.
 
 With --depends-on the job waits (state waiting) until every job named is done; when one of
 them ends dead or cancelled, the job is cancelled too, or with --on-parent-failure run, runs
@@ -26,6 +32,8 @@ jobs_finished channel, which 'skiplock wait' listens to.
 
   skiplock enqueue email '{"to":"a@example.com"}' --queue mail --in 5m
   skiplock enqueue report --depends-on 12,13 --notify-finished
+  skiplock enqueue reindex '{"doc":7}' --unique-key doc-7 --on-duplicate replace --in 30s
+  skiplock enqueue digest --unique-key daily-digest --unique-for 1h
 
 Output: the id; -o json: {"id": N}.
 `,
@@ -39,6 +47,8 @@ Output: the id; -o json: {"id": N}.
 		maxAttempts := fs.Int("max-attempts", 5, "attempts before the job is dead")
 		uniqueKey := fs.String("unique-key", "", "at most one queued or running job of the queue with this key")
 		concurrencyKey := fs.String("concurrency-key", "", "key counted against the queue's --per-key limit")
+		onDuplicate := fs.String("on-duplicate", "", "when --unique-key is taken: keep (the default: print the job's id) or replace (debounce)")
+		uniqueFor := fs.Duration("unique-for", 0, "keep --unique-key taken this long after the job finished (throttle: 1h)")
 		dependsOn := fs.String("depends-on", "", "job `IDS`, comma-separated, that must be done before this job runs")
 		onParentFailure := fs.String("on-parent-failure", "", "when a job of --depends-on ends dead or cancelled: cancel (the default) or run")
 		notifyFinished := fs.Bool("notify-finished", false, "announce the job's end on the jobs_finished channel (for skiplock wait)")
@@ -62,6 +72,15 @@ Output: the id; -o json: {"id": N}.
 			if *onParentFailure != "" && parents == nil {
 				return usageErrorf("enqueue: --on-parent-failure needs --depends-on")
 			}
+			if *onDuplicate != "" && *onDuplicate != "keep" && *onDuplicate != "replace" {
+				return usageErrorf("enqueue: --on-duplicate must be keep or replace, got %q", *onDuplicate)
+			}
+			if *uniqueFor < 0 {
+				return usageErrorf("enqueue: --unique-for must not be negative, got %s", *uniqueFor)
+			}
+			if (*onDuplicate == "replace" || *uniqueFor != 0) && *uniqueKey == "" {
+				return usageErrorf("enqueue: --on-duplicate replace and --unique-for need --unique-key")
+			}
 			payload := "{}"
 			if len(c.args) == 2 {
 				payload = c.args[1]
@@ -74,7 +93,7 @@ Output: the id; -o json: {"id": N}.
 				}
 			}
 			// --in is added to the server's now(), so a skewed local clock does not move it.
-			// The workflow arguments are passed only when given, so an install from before
+			// The workflow and duplicate arguments are passed only when given, so an install from before
 			// workflows takes the rest.
 			sql := `
 				SELECT jobs_enqueue(
@@ -98,6 +117,14 @@ Output: the id; -o json: {"id": N}.
 			}
 			if *notifyFinished {
 				sql += ", notify_finished => true"
+			}
+			if *onDuplicate != "" {
+				args = append(args, *onDuplicate)
+				sql += fmt.Sprintf(", on_duplicate => $%d", len(args))
+			}
+			if *uniqueFor != 0 {
+				args = append(args, durationInterval(*uniqueFor))
+				sql += fmt.Sprintf(", unique_for => $%d::interval", len(args))
 			}
 			var id int64
 			if err := c.conn.QueryRow(ctx, sql+")", args...).Scan(&id); err != nil {

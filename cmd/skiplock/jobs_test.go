@@ -42,6 +42,33 @@ func TestEnqueue(t *testing.T) {
 		}
 	})
 
+	t.Run("OnDuplicateAndUniqueFor", func(t *testing.T) {
+		t.Parallel()
+		db := setup(t)
+		// Debounce: the second call replaces the queued job's payload and run time.
+		cli(t, db.URL, "enqueue", "reindex", `{"rev": 1}`, "--unique-key", "doc", "--on-duplicate", "replace", "--in", "1m").ok(t)
+		if out := cli(t, db.URL, "enqueue", "reindex", `{"rev": 2}`, "--unique-key", "doc", "--on-duplicate", "replace", "--in", "1h").ok(t); out != "1\n" {
+			t.Fatalf("replace printed %q, want the queued job's id 1", out)
+		}
+		if ok := pgtest.QueryOne[bool](t, db.Conn, `SELECT payload = '{"rev": 2}' AND run_at > now() + interval '50 minutes' FROM jobs WHERE id = 1`); !ok {
+			t.Fatal("the queued job did not take the replace's payload and run time")
+		}
+		// Throttle: the key stays taken after the job is cancelled.
+		cli(t, db.URL, "enqueue", "digest", "--unique-key", "daily", "--unique-for", "1h").ok(t)
+		pgtest.MustExec(t, db.Conn, "SELECT jobs_cancel(3)")
+		if out := cli(t, db.URL, "enqueue", "digest", "--unique-key", "daily", "--unique-for", "1h").ok(t); out != "3\n" {
+			t.Fatalf("enqueue within --unique-for printed %q, want the cancelled job's id 3", out)
+		}
+		if ok := pgtest.QueryOne[bool](t, db.Conn, `SELECT unique_for = interval '1 hour' FROM jobs WHERE id = 3`); !ok {
+			t.Fatal("--unique-for was not stored")
+		}
+		cli(t, db.URL, "enqueue", "k", "--unique-key", "u", "--on-duplicate", "update").fails(t, exitUsage, "--on-duplicate must be keep or replace")
+		cli(t, db.URL, "enqueue", "k", "--on-duplicate", "replace").fails(t, exitUsage, "need --unique-key")
+		cli(t, db.URL, "enqueue", "k", "--unique-for", "1h").fails(t, exitUsage, "need --unique-key")
+		cli(t, db.URL, "enqueue", "k", "--unique-key", "u", "--unique-for", "-1h").fails(t, exitUsage, "--unique-for must not be negative")
+		cli(t, db.URL, "enqueue", "k", "--unique-key", "u", "--unique-for", "876600h1s").fails(t, exitUsage, "jobs_enqueue: unique_for must be NULL or a positive interval of at most 100 years")
+	})
+
 	t.Run("PayloadFromStdinAndRunAt", func(t *testing.T) {
 		t.Parallel()
 		db := setup(t)

@@ -8,7 +8,9 @@
 -- jobs_checkpoint, jobs_progress, jobs_workflow and jobs_cancel_workflow, routed by id; the
 -- shards' new result columns (jobs_get's, jobs_claimed's parent_results and checkpoints, the
 -- job row's workflow columns for jobs_inspect, jobs_metrics' waiting) and their state
--- waiting. Upgrade the shards first: the proxy's functions then ask for what the shards
+-- waiting. Duplicates of a unique key: jobs_enqueue's and jobs_enqueue_many's on_duplicate
+-- and unique_for, passed to the queue's shard (where the key lives), and the job row's
+-- unique_for and superseded_by. Upgrade the shards first: the proxy's functions then ask for what the shards
 -- return (docs/scaling.md, "Upgrading").
 
 -- The shards' types, as their migration 007 changes them (PL/Proxy matches result columns by
@@ -28,10 +30,14 @@ ALTER TYPE jobs
     ADD ATTRIBUTE cancelled_by      bigint,
     ADD ATTRIBUTE result            jsonb,
     ADD ATTRIBUTE checkpoints       jsonb,
-    ADD ATTRIBUTE progress          jsonb;
+    ADD ATTRIBUTE progress          jsonb,
+    ADD ATTRIBUTE unique_for        interval,
+    ADD ATTRIBUTE superseded_by     bigint;
 
 -- Signatures that change (new arguments or result columns).
 DROP FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean);
+DROP FUNCTION jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean);
+DROP FUNCTION _jobs_proxy_enqueue_many_on(integer, text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean);
 DROP FUNCTION jobs_complete(bigint, integer);
 DROP FUNCTION jobs_complete_many(bigint[], integer[]);
 DROP FUNCTION _jobs_proxy_complete_many_split(bigint[], integer[]);
@@ -60,6 +66,8 @@ COMMENT ON TABLE jobs_topic_subscriptions IS
 {{ template "snapshots/002/functions/jobs_enqueue.sql" . }}
 {{ template "snapshots/002/functions/_jobs_proxy_workflow_shard.sql" . }}
 {{ template "snapshots/002/functions/jobs_enqueue_workflow.sql" . }}
+{{ template "snapshots/002/functions/_jobs_proxy_enqueue_many_on.sql" . }}
+{{ template "snapshots/002/functions/jobs_enqueue_many.sql" . }}
 {{ template "snapshots/002/functions/jobs_subscribe.sql" . }}
 {{ template "snapshots/002/functions/jobs_unsubscribe.sql" . }}
 {{ template "snapshots/002/functions/jobs_subscriptions.sql" . }}

@@ -9,7 +9,7 @@
 --           a REPEATABLE READ transaction finishing it concurrently gets 40001. The job starts
 --           cancelled when a parent is dead or cancelled and on_parent_failure is 'cancel'
 --           (last_error and cancelled_by name the lowest such parent; its unique_key row is
---           given back), waiting while pending_parents > 0, queued otherwise (with its
+--           given back, or held for unique_for), waiting while pending_parents > 0, queued otherwise (with its
 --           jobs_queued row and, when notify and run_at has come, a NOTIFY jobs_ready).
 -- Locks:    the parents' rows FOR NO KEY UPDATE in id order, until the caller's transaction
 --           ends: a parent finishing concurrently either committed before (its new state is
@@ -34,7 +34,8 @@ CREATE OR REPLACE FUNCTION _jobs_enqueue_child(
     notify_finished   boolean,
     id                bigint,
     workflow_id       bigint,
-    workflow_step     text
+    workflow_step     text,
+    unique_for        interval DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -83,7 +84,7 @@ BEGIN
 
     INSERT INTO jobs (id, queue, kind, payload, state, run_at, priority, max_attempts, unique_key, concurrency_key,
                       meta, notify_finished, workflow_id, workflow_step, depends_on, pending_parents,
-                      on_parent_failure, finished_at, cancelled_by, last_error, errors)
+                      on_parent_failure, finished_at, cancelled_by, last_error, errors, unique_for)
     VALUES (v_id, _jobs_enqueue_child.queue, _jobs_enqueue_child.kind, _jobs_enqueue_child.payload, v_state,
             _jobs_enqueue_child.run_at, _jobs_enqueue_child.priority, _jobs_enqueue_child.max_attempts,
             _jobs_enqueue_child.unique_key, _jobs_enqueue_child.concurrency_key, _jobs_enqueue_child.meta,
@@ -94,7 +95,8 @@ BEGIN
             v_error,
             CASE WHEN v_state = 'cancelled'
                  THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(), 'error', v_error))
-                 ELSE '[]' END);
+                 ELSE '[]' END,
+            _jobs_enqueue_child.unique_for);
 
     INSERT INTO jobs_dependencies (parent_id, child_id, resolved)
     SELECT p, v_id, s = 'done' OR (s IN ('dead', 'cancelled') AND v_run)
@@ -114,9 +116,16 @@ BEGIN
             PERFORM pg_notify('jobs_ready', _jobs_enqueue_child.queue);
         END IF;
     ELSIF v_state = 'cancelled' THEN
-        -- Born finished: the key is free again, and waiters hear of it now.
-        DELETE FROM jobs_unique_keys k
-        WHERE k.queue = _jobs_enqueue_child.queue AND k.unique_key = _jobs_enqueue_child.unique_key AND k.id = v_id;
+        -- Born finished: the key is free again (or, with unique_for, taken for that long, as
+        -- _jobs_unique_key_sync does for a job that ends), and waiters hear of it now.
+        IF _jobs_enqueue_child.unique_for IS NULL THEN
+            DELETE FROM jobs_unique_keys k
+            WHERE k.queue = _jobs_enqueue_child.queue AND k.unique_key = _jobs_enqueue_child.unique_key AND k.id = v_id;
+        ELSE
+            UPDATE jobs_unique_keys k
+            SET held_until = now() + _jobs_enqueue_child.unique_for
+            WHERE k.queue = _jobs_enqueue_child.queue AND k.unique_key = _jobs_enqueue_child.unique_key AND k.id = v_id;
+        END IF;
         IF _jobs_enqueue_child.notify_finished THEN
             PERFORM pg_notify('jobs_finished', v_id::text);
         END IF;
@@ -126,5 +135,5 @@ END;
 $$;
 
 COMMENT ON FUNCTION _jobs_enqueue_child(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean,
-                                        bigint[], text, boolean, bigint, bigint, text) IS
+                                        bigint[], text, boolean, bigint, bigint, text, interval) IS
     'skiplock (private): inserts a job with parents (waiting, queued or cancelled by their states) and its dependencies.';

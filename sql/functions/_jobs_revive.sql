@@ -59,7 +59,9 @@ BEGIN
               -- A live job took the child's key meanwhile: that job does the child's work.
               AND (c.unique_key IS NULL
                    OR NOT EXISTS (SELECT FROM jobs_unique_keys k
-                                  WHERE k.queue = c.queue AND k.unique_key = c.unique_key))
+                                  WHERE k.queue = c.queue AND k.unique_key = c.unique_key
+                                    -- (a unique_for period of its own, or one that is over, gives way)
+                                    AND NOT (k.held_until IS NOT NULL AND (k.id = c.id OR k.held_until <= now()))))
             RETURNING c.id, c.has_children
         )
         SELECT ARRAY(SELECT r.id FROM revived r WHERE r.has_children ORDER BY r.id) INTO v_ids;

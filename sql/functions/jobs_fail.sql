@@ -7,7 +7,8 @@
 --           so a job failing forever never reaches jsonb's size limit). When attempts has
 --           reached max_attempts the job becomes dead; otherwise it is queued again at
 --           retry_at, or when retry_at is NULL at now() + jobs_backoff(attempt). Returns the
---           job's new state ('queued' or 'dead'). A retry that is ready at once NOTIFYs
+--           job's new state ('queued' or 'dead'; 'cancelled' for a job whose unique_key a
+--           replace gave to a newer job while it ran, see _jobs_unique_key_superseded). A retry that is ready at once NOTIFYs
 --           jobs_ready at commit, and so does any failure of a job whose queue has a
 --           concurrency limit (its slot came back). error is stored up to its first 10000
 --           characters.

@@ -104,10 +104,12 @@ BEGIN
               AND (jobs_retry_many.kind IS NULL OR j.kind = jobs_retry_many.kind)
               -- A key a live job holds cannot be retried now; skipping it here (not just in
               -- the update) lets a drain loop end instead of picking the same jobs forever.
+              -- A unique_for period held by the job's own end, or one that is over, gives way.
               AND (j.unique_key IS NULL OR NOT EXISTS (
                       SELECT FROM jobs_unique_keys l
                       WHERE l.queue = j.queue
-                        AND l.unique_key = j.unique_key))
+                        AND l.unique_key = j.unique_key
+                        AND NOT (l.held_until IS NOT NULL AND (l.id = j.id OR l.held_until <= now()))))
               -- What jobs_retry refuses: an id a router would send elsewhere, no attempt
               -- left. (The shard is read in this statement, whose snapshot is taken once it
               -- holds its lock on jobs, so a jobs_set_shard committing meanwhile is seen.)
@@ -262,7 +264,8 @@ BEGIN
                           AND NOT EXISTS (
                               SELECT FROM jobs_unique_keys l
                               WHERE l.queue = v_key_queue
-                                AND l.unique_key = v_key)
+                                AND l.unique_key = v_key
+                                AND NOT (l.held_until IS NOT NULL AND (l.id = j.id OR l.held_until <= now())))
                         RETURNING j.queue INTO v_queue;
                         IF FOUND THEN
                             v_chunk_count := v_chunk_count + 1;

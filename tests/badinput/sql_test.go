@@ -179,6 +179,9 @@ var publicFuncs = []sqlFunc{
 			nullElem: "ARRAY[3, NULL]", nullElemParam: "depends_on"},
 		{name: "on_parent_failure", typ: "text", valid: "'run'"},
 		{name: "notify_finished", typ: "boolean", valid: "true"},
+		{name: "on_duplicate", typ: "text", valid: "'keep'"},
+		// NULL: a unique_for needs the unique_key that the unique_key case sets to NULL.
+		{name: "unique_for", typ: "interval", valid: "NULL", nullable: true},
 	}},
 	{"jobs_enqueue_workflow", []sqlParam{
 		{name: "steps", typ: "jsonb", valid: `'[{"name": "a", "kind": "k", "queue": "queued"}, {"name": "b", "kind": "k", "depends_on": ["a"]}]'`},
@@ -203,6 +206,10 @@ var publicFuncs = []sqlFunc{
 		{name: "metas", typ: "jsonb[]", valid: `ARRAY['{}', '{"m": "1"}']::jsonb[]`, nullable: true,
 			nullElem: `ARRAY['{}', NULL]::jsonb[]`},
 		{name: "notify", typ: "boolean", valid: "false"},
+		{name: "on_duplicates", typ: "text[]", valid: "ARRAY['keep', 'keep']", nullable: true,
+			nullElem: "ARRAY['keep', NULL]", nullElemParam: "on_duplicates[2]"},
+		{name: "unique_fors", typ: "interval[]", valid: "ARRAY[NULL, NULL]::interval[]", nullable: true,
+			nullElem: "ARRAY['1 hour', NULL]::interval[]"},
 	}},
 	{"jobs_claim", []sqlParam{
 		{name: "worker", typ: "text", valid: "'w2'"},

@@ -28,7 +28,7 @@ func grantsPresent(t *testing.T, url, schema string) bool {
 	t.Helper()
 	conn := pgtest.NewConn(t, url)
 	return scalar[bool](t, conn, `
-		SELECT has_function_privilege('jobs_producer', format('%I.jobs_enqueue(text,jsonb,text,timestamptz,integer,integer,text,text,jsonb,boolean,bigint[],text,boolean)', $1::text), 'EXECUTE')
+		SELECT has_function_privilege('jobs_producer', format('%I.jobs_enqueue(text,jsonb,text,timestamptz,integer,integer,text,text,jsonb,boolean,bigint[],text,boolean,text,interval)', $1::text), 'EXECUTE')
 		   AND has_function_privilege('jobs_worker', format('%I.jobs_claim(text,integer,text[],interval)', $1::text), 'EXECUTE')
 		   AND has_function_privilege('jobs_admin', format('%I.jobs_cancel(bigint)', $1::text), 'EXECUTE')
 		   AND has_table_privilege('jobs_admin', format('%I.jobs_settings', $1::text), 'UPDATE')

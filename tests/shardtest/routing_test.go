@@ -46,6 +46,31 @@ func TestRouting(t *testing.T) {
 		}
 	})
 
+	// Duplicates of a unique key are decided on the queue's shard, where the key lives:
+	// on_duplicate and unique_for reach it, for jobs_enqueue and jobs_enqueue_many.
+	t.Run("OnDuplicateAndUniqueForOnTheQueuesShard", func(t *testing.T) {
+		q := queues[1]
+		first := one[int64](t, p, `SELECT jobs_enqueue('k', '{"n": 1}', $1, unique_key => 'd', run_at => now() + interval '1 hour')`, q)
+		again := one[int64](t, p, `SELECT jobs_enqueue('k', '{"n": 2}', $1, unique_key => 'd', on_duplicate => 'replace')`, q)
+		if again != first {
+			t.Fatalf("replace through the proxy returned %d, want the queued job %d", again, first)
+		}
+		many := one[int64](t, p, `SELECT * FROM jobs_enqueue_many(ARRAY['k'], ARRAY['{"n": 3}']::jsonb[], ARRAY[$1],
+			unique_keys => ARRAY['d'], on_duplicates => ARRAY['replace'])`, q)
+		if many != first {
+			t.Fatalf("jobs_enqueue_many's replace through the proxy returned %d, want %d", many, first)
+		}
+		if n := one[int64](t, s.shards[1], `SELECT (payload->>'n')::bigint FROM jobs WHERE id = $1`, first); n != 3 {
+			t.Fatalf("the job's payload has n = %d, want 3 (the last replace)", n)
+		}
+		held := one[int64](t, p, `SELECT jobs_enqueue('k', queue => $1, unique_key => 't', unique_for => '1 hour')`, q)
+		one[bool](t, p, "SELECT jobs_cancel($1)", held)
+		if id := one[int64](t, p, `SELECT * FROM jobs_enqueue_many(ARRAY['k'], queues => ARRAY[$1], unique_keys => ARRAY['t'],
+			unique_fors => ARRAY['1 hour']::interval[])`, q); id != held {
+			t.Fatalf("enqueue within unique_for through the proxy returned %d, want the cancelled job %d", id, held)
+		}
+	})
+
 	// The wake-up goes out on the queue's shard, where its workers LISTEN: notify => false
 	// sends none there, jobs_notify through the proxy sends one.
 	t.Run("NotifyOnTheQueuesShard", func(t *testing.T) {

@@ -111,7 +111,7 @@ func TestProxyGrants(t *testing.T) {
 	}
 	// The shard checks the caller again: a worker calling the shard's jobs_enqueue through
 	// the proxy's helper for it is refused there.
-	_, err = w.Exec(ctx, "SELECT * FROM _jobs_proxy_enqueue_many_on(1, ARRAY['k'], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true)")
+	_, err = w.Exec(ctx, "SELECT * FROM _jobs_proxy_enqueue_many_on(1, ARRAY['k'], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true, NULL, NULL)")
 	denied("worker _jobs_proxy_enqueue_many_on", err)
 }
 

@@ -148,7 +148,11 @@ export class Client {
    * parent jobs: the job waits until they are all done), onParentFailure ('cancel', the SQL
    * default, or 'run': what becomes of the job when a parent goes dead or is cancelled),
    * notifyFinished (NOTIFY jobs_finished when the job is done, dead or cancelled, for
-   * wait). Returns the job's id.
+   * wait), onDuplicate ('keep', the SQL default: a taken uniqueKey returns the live job's id
+   * unchanged; or 'replace': a waiting or queued job takes this call's payload, run time,
+   * priority and maxAttempts, and a running one gets this job after it; debounce is
+   * 'replace' with delay), uniqueFor (ms the uniqueKey stays taken after its job finished,
+   * returning the finished job's id meanwhile: throttle). Returns the job's id.
    */
   async enqueue(kind, payload, opts = {}, { db } = {}) {
     const a = new Args()
@@ -164,14 +168,16 @@ export class Client {
       .add('meta', opts.meta === undefined ? undefined : JSON.stringify(opts.meta), (n) => `$${n}::jsonb`)
       .add('depends_on', opts.dependsOn, (n) => `$${n}::bigint[]`)
       .add('on_parent_failure', opts.onParentFailure)
-      .add('notify_finished', opts.notifyFinished);
+      .add('notify_finished', opts.notifyFinished)
+      .add('on_duplicate', opts.onDuplicate)
+      .add('unique_for', opts.uniqueFor, interval);
     const res = await this.call('jobs_enqueue', `SELECT jobs_enqueue(${a}) AS id`, a.values, db);
     return toId(res.rows[0].id);
   }
 
   /**
    * jobs_enqueue_many: jobs is an array of {kind, payload, queue, runAt, priority, maxAttempts,
-   * uniqueKey, concurrencyKey, meta}. A field no job sets is not sent; a field some jobs set
+   * uniqueKey, concurrencyKey, meta, onDuplicate, uniqueFor}. A field no job sets is not sent; a field some jobs set
    * gets the SQL default for the others. Returns the ids in input order. jobs_enqueue_many
    * takes no dependsOn, onParentFailure or notifyFinished: a job with one is a TypeError
    * (use enqueue or enqueueWorkflow).
@@ -197,7 +203,10 @@ export class Client {
       .add('max_attempts', col('maxAttempts', 5), (n) => `$${n}::int[]`)
       .add('unique_keys', col('uniqueKey', null), (n) => `$${n}::text[]`)
       .add('concurrency_keys', col('concurrencyKey', null), (n) => `$${n}::text[]`)
-      .add('metas', json('meta', null), (n) => `$${n}::jsonb[]`);
+      .add('metas', json('meta', null), (n) => `$${n}::jsonb[]`)
+      .add('on_duplicates', col('onDuplicate', 'keep'), (n) => `$${n}::text[]`)
+      .add('unique_fors', col('uniqueFor', null), (n) =>
+        `(SELECT array_agg(make_interval(secs => m / 1000) ORDER BY i) FROM unnest($${n}::float8[]) WITH ORDINALITY AS t(m, i))`);
     const res = await this.call('jobs_enqueue_many', `SELECT id FROM jobs_enqueue_many(${a}) AS id`, a.values, db);
     return res.rows.map((r) => toId(r.id));
   }

@@ -21,6 +21,9 @@ export type JobState = 'waiting' | 'queued' | 'running' | 'done' | 'dead' | 'can
 /** What becomes of a child when a parent goes dead or is cancelled. */
 export type OnParentFailure = 'cancel' | 'run';
 
+/** What an enqueue does when its uniqueKey is taken. */
+export type OnDuplicate = 'keep' | 'replace';
+
 /** Client.enqueue's options. Left out, an option is not sent and the SQL default applies. */
 export interface EnqueueOptions {
   /** Defaults to 'default'. */
@@ -42,6 +45,14 @@ export interface EnqueueOptions {
   onParentFailure?: OnParentFailure;
   /** NOTIFY jobs_finished when the job is done, dead or cancelled (for wait). Defaults to false. */
   notifyFinished?: boolean;
+  /**
+   * When uniqueKey is taken: 'keep' (the default) returns the live job's id unchanged;
+   * 'replace' gives a waiting or queued job this call's payload, run time, priority and
+   * maxAttempts (debounce, with delay), or adds this job after a running one.
+   */
+  onDuplicate?: OnDuplicate;
+  /** ms the uniqueKey stays taken after its job finished (throttle). Needs uniqueKey. */
+  uniqueFor?: number;
 }
 
 /** The options of the jobs Client.publish adds, the same for each (queue and kind are each subscription's). */
@@ -69,6 +80,8 @@ export interface EnqueueManyJob {
   uniqueKey?: string;
   concurrencyKey?: string;
   meta?: unknown;
+  onDuplicate?: OnDuplicate;
+  uniqueFor?: number;
 }
 
 /** One step of Client.enqueueWorkflow. */

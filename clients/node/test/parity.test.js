@@ -420,3 +420,37 @@ test('publish_fans_out_one_job_per_subscription', async (t) => {
     return true;
   });
 });
+
+test('debounce_replaces_queued_job', async (t) => {
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('debounce');
+  const opts = (delay) => ({ queue, uniqueKey: 'doc-7', onDuplicate: 'replace', delay });
+  const first = await client.enqueue('reindex', { rev: 1 }, opts(60_000));
+  const again = await client.enqueue('reindex', { rev: 2 }, { ...opts(3_600_000), priority: 3 });
+  assert.equal(again, first);
+  const row = async () => (await conn.query(
+    `SELECT payload, priority, state::text AS state, run_at > now() + interval '50 minutes' AS later
+     FROM jobs WHERE id = $1`, [first])).rows[0];
+  assert.deepEqual(await row(), { payload: { rev: 2 }, priority: 3, state: 'queued', later: true });
+  // keep (the default) changes nothing; the batch form replaces per job.
+  assert.equal(await client.enqueue('reindex', { rev: 3 }, { queue, uniqueKey: 'doc-7' }), first);
+  assert.deepEqual(await client.enqueueMany([
+    { kind: 'reindex', payload: { rev: 4 }, queue, uniqueKey: 'doc-7', onDuplicate: 'replace', runAt: new Date(Date.now() + 3_600_000) },
+  ]), [first]);
+  assert.deepEqual((await row()).payload, { rev: 4 });
+  assert.deepEqual(await statesOf(conn, queue), { queued: 1 });
+});
+
+test('throttle_holds_key_after_finish', async (t) => {
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('throttle');
+  const first = await client.enqueue('digest', {}, { queue, uniqueKey: 'daily', uniqueFor: 3_600_000 });
+  await client.cancel(first);
+  assert.equal(await client.enqueue('digest', {}, { queue, uniqueKey: 'daily', uniqueFor: 3_600_000 }), first);
+  assert.deepEqual(await client.enqueueMany([{ kind: 'digest', queue, uniqueKey: 'daily', uniqueFor: 3_600_000 }]), [first]);
+  assert.deepEqual(await statesOf(conn, queue), { cancelled: 1 });
+  await assert.rejects(client.enqueue('digest', {}, { queue, uniqueFor: 3_600_000 }),
+    (err) => err instanceof InvalidArgumentError && err.parameter === 'unique_for');
+});

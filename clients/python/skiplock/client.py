@@ -299,6 +299,7 @@ class Client:
                 unique_key: str | None = None, concurrency_key: str | None = None,
                 meta: dict | None = None, depends_on: Sequence[int] | None = None,
                 on_parent_failure: str | None = None, notify_finished: bool | None = None,
+                on_duplicate: str | None = None, unique_for: timedelta | None = None,
                 conn: psycopg.Connection | None = None) -> int:
         """jobs_enqueue: adds one job and returns its id (or, with a unique_key a live
         job holds, that job's id). ``delay`` is run_at = now() + delay, counted by the
@@ -309,7 +310,14 @@ class Client:
         ``on_parent_failure`` says what happens when a parent ends dead or cancelled:
         'cancel' (the SQL default) cancels this job too, 'run' runs it anyway. With
         ``notify_finished`` True, the job's end (done, dead or cancelled) is announced on
-        the jobs_finished channel, which ``wait`` listens to. Defaults to False."""
+        the jobs_finished channel, which ``wait`` listens to. Defaults to False.
+
+        ``on_duplicate`` is what happens when ``unique_key`` is taken: 'keep' (the SQL
+        default) returns the live job's id unchanged; 'replace' gives a waiting or queued
+        job this call's payload, run time, priority and max_attempts and returns its id
+        (debounce: 'replace' with ``delay``), or adds this job after a running one.
+        ``unique_for`` keeps the key taken for that long after its job finished, returning
+        the finished job's id meanwhile (throttle). Both need a unique_key."""
         if run_at is not None and delay is not None:
             raise ValueError("enqueue: give run_at or delay, not both")
         args = [
@@ -326,6 +334,8 @@ class Client:
             _Arg("depends_on", None if depends_on is None else list(depends_on), "bigint[]"),
             _Arg("on_parent_failure", on_parent_failure, "text"),
             _Arg("notify_finished", notify_finished, "boolean"),
+            _Arg("on_duplicate", on_duplicate, "text"),
+            _Arg("unique_for", unique_for, "interval"),
         ]
         return self._call("jobs_enqueue", args, conn, scalar=True, many=False)
 
@@ -335,9 +345,12 @@ class Client:
                      unique_keys: Sequence[str | None] | None = None,
                      concurrency_keys: Sequence[str | None] | None = None,
                      metas: Sequence[dict | None] | None = None,
+                     on_duplicates: Sequence[str] | None = None,
+                     unique_fors: Sequence[timedelta | None] | None = None,
                      conn: psycopg.Connection | None = None) -> list[int]:
         """jobs_enqueue_many: adds len(kinds) jobs in one statement and returns their ids
-        in input order. Every other list is None (the default for every job) or as long as kinds."""
+        in input order. Every other list is None (the default for every job) or as long as kinds;
+        ``on_duplicates`` and ``unique_fors`` are ``enqueue``'s on_duplicate and unique_for per job."""
         args = [
             _Arg("kinds", list(kinds), "text[]"),
             _Arg("payloads", None if payloads is None else [_jsonb(p) for p in payloads], "jsonb[]"),
@@ -348,6 +361,8 @@ class Client:
             _Arg("unique_keys", None if unique_keys is None else list(unique_keys), "text[]"),
             _Arg("concurrency_keys", None if concurrency_keys is None else list(concurrency_keys), "text[]"),
             _Arg("metas", None if metas is None else [_jsonb(m) for m in metas], "jsonb[]"),
+            _Arg("on_duplicates", None if on_duplicates is None else list(on_duplicates), "text[]"),
+            _Arg("unique_fors", None if unique_fors is None else list(unique_fors), "interval[]"),
         ]
         return self._call("jobs_enqueue_many", args, conn, scalar=True, many=True)
 

@@ -274,3 +274,36 @@ def test_publish_fans_out_one_job_per_subscription(client, db_url, conn, queue):
     with pytest.raises(skiplock.InvalidArgument) as e:
         client.publish(topic, max_attempts=0)
     assert e.value.parameter == "max_attempts"
+
+
+def test_debounce_replaces_queued_job(client, conn, queue):
+    first = client.enqueue("reindex", {"rev": 1}, queue=queue, unique_key="doc-7",
+                           on_duplicate="replace", delay=timedelta(minutes=1))
+    again = client.enqueue("reindex", {"rev": 2}, queue=queue, unique_key="doc-7",
+                           on_duplicate="replace", delay=timedelta(hours=1), priority=3)
+    assert again == first
+    with conn.cursor() as cur:
+        cur.execute("""SELECT payload, priority, state::text, run_at > now() + interval '50 minutes'
+                       FROM jobs WHERE id = %s""", (first,))
+        assert cur.fetchone() == ({"rev": 2}, 3, "queued", True)
+    # keep (the default) changes nothing; the batch form replaces per element.
+    assert client.enqueue("reindex", {"rev": 3}, queue=queue, unique_key="doc-7") == first
+    ids = client.enqueue_many(["reindex"], [{"rev": 4}], queues=[queue], unique_keys=["doc-7"],
+                              on_duplicates=["replace"])
+    assert ids == [first]
+    with conn.cursor() as cur:
+        cur.execute("SELECT payload FROM jobs WHERE id = %s", (first,))
+        assert cur.fetchone()[0] == {"rev": 4}
+    assert states(conn, queue) == {"queued": 1}
+
+
+def test_throttle_holds_key_after_finish(client, conn, queue):
+    first = client.enqueue("digest", queue=queue, unique_key="daily", unique_for=timedelta(hours=1))
+    client.cancel(first)
+    assert client.enqueue("digest", queue=queue, unique_key="daily", unique_for=timedelta(hours=1)) == first
+    assert client.enqueue_many(["digest"], queues=[queue], unique_keys=["daily"],
+                               unique_fors=[timedelta(hours=1)]) == [first]
+    assert states(conn, queue) == {"cancelled": 1}
+    with pytest.raises(skiplock.InvalidArgument) as e:
+        client.enqueue("digest", queue=queue, unique_for=timedelta(hours=1))
+    assert e.value.parameter == "unique_for"

@@ -15,7 +15,9 @@ CREATE OR REPLACE FUNCTION _jobs_proxy_enqueue_many_on(
     unique_keys      text[],
     concurrency_keys text[],
     metas            jsonb[],
-    notify           boolean
+    notify           boolean,
+    on_duplicates    text[],
+    unique_fors      interval[]
 )
 RETURNS SETOF bigint
 LANGUAGE plproxy
@@ -24,8 +26,9 @@ AS $$
     CLUSTER 'skiplock_shards';
     RUN ON _jobs_proxy_check_shard('jobs_enqueue_many', shard);
     SELECT * FROM jobs_enqueue_many(kinds, payloads, queues, run_ats, priorities, max_attempts,
-                                    unique_keys, concurrency_keys, metas, notify);
+                                    unique_keys, concurrency_keys, metas, notify, on_duplicates, unique_fors);
 $$;
 
-COMMENT ON FUNCTION _jobs_proxy_enqueue_many_on(integer, text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean) IS
+COMMENT ON FUNCTION _jobs_proxy_enqueue_many_on(integer, text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean,
+                                                text[], interval[]) IS
     'skiplock proxy (private): jobs_enqueue_many on one shard.';

@@ -5,7 +5,8 @@
 --           goes out on the shard, where its workers LISTEN), run on the shard
 --           _jobs_proxy_enqueue_shard picks. Without depends_on, that is the queue's shard
 --           (_jobs_proxy_queue_shard, which pins a new queue to a shard in jobs_proxy_queues),
---           so a queue's jobs, unique keys and limits all live on one shard. With depends_on,
+--           so a queue's jobs, unique keys (with on_duplicate and unique_for's periods) and
+--           limits all live on one shard. With depends_on,
 --           it is the parents' shard (id % 1024; they must all live on one), since a job's
 --           dependencies are rows of one shard; a queue not yet pinned is pinned there. The id
 --           carries that shard's number (id % 1024), so every later call for the job finds it.
@@ -32,7 +33,9 @@ CREATE OR REPLACE FUNCTION jobs_enqueue(
     notify          boolean     DEFAULT true,
     depends_on        bigint[]  DEFAULT NULL,
     on_parent_failure text      DEFAULT 'cancel',
-    notify_finished   boolean   DEFAULT false
+    notify_finished   boolean   DEFAULT false,
+    on_duplicate      text      DEFAULT 'keep',
+    unique_for        interval  DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plproxy

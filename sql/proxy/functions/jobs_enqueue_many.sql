@@ -25,7 +25,9 @@ CREATE OR REPLACE FUNCTION jobs_enqueue_many(
     unique_keys   text[]        DEFAULT NULL,
     concurrency_keys text[]     DEFAULT NULL,
     metas         jsonb[]       DEFAULT NULL,
-    notify        boolean       DEFAULT true
+    notify        boolean       DEFAULT true,
+    on_duplicates text[]        DEFAULT NULL,
+    unique_fors   interval[]    DEFAULT NULL
 )
 RETURNS SETOF bigint
 LANGUAGE plpgsql
@@ -47,7 +49,7 @@ BEGIN
         v_shard := CASE WHEN jobs_enqueue_many.kinds IS NULL THEN 0
                         ELSE _jobs_proxy_queue_shard('jobs_enqueue_many', 'default', true) END;
         RETURN QUERY SELECT * FROM _jobs_proxy_enqueue_many_on(v_shard, kinds, payloads, queues, run_ats,
-            priorities, max_attempts, unique_keys, concurrency_keys, metas, notify);
+            priorities, max_attempts, unique_keys, concurrency_keys, metas, notify, on_duplicates, unique_fors);
         RETURN;
     END IF;
     v_n := coalesce(cardinality(kinds), 0);
@@ -64,6 +66,8 @@ BEGIN
     IF (unique_keys IS NOT NULL AND cardinality(unique_keys) <> v_n) THEN PERFORM _jobs_invalid('jobs_enqueue_many', 'unique_keys', 'must have as many elements as kinds'); END IF;
     IF (concurrency_keys IS NOT NULL AND cardinality(concurrency_keys) <> v_n) THEN PERFORM _jobs_invalid('jobs_enqueue_many', 'concurrency_keys', 'must have as many elements as kinds'); END IF;
     IF (metas IS NOT NULL AND cardinality(metas) <> v_n) THEN PERFORM _jobs_invalid('jobs_enqueue_many', 'metas', 'must have as many elements as kinds'); END IF;
+    IF (on_duplicates IS NOT NULL AND cardinality(on_duplicates) <> v_n) THEN PERFORM _jobs_invalid('jobs_enqueue_many', 'on_duplicates', 'must have as many elements as kinds'); END IF;
+    IF (unique_fors IS NOT NULL AND cardinality(unique_fors) <> v_n) THEN PERFORM _jobs_invalid('jobs_enqueue_many', 'unique_fors', 'must have as many elements as kinds'); END IF;
 
     -- Rebased to start at 1 (the shard's function takes arrays starting at any index).
     kinds := ARRAY(SELECT x FROM unnest(kinds) WITH ORDINALITY AS u(x, n) ORDER BY n);
@@ -75,6 +79,8 @@ BEGIN
     unique_keys := CASE WHEN unique_keys IS NULL THEN NULL ELSE ARRAY(SELECT x FROM unnest(unique_keys) WITH ORDINALITY AS u(x, n) ORDER BY n) END;
     concurrency_keys := CASE WHEN concurrency_keys IS NULL THEN NULL ELSE ARRAY(SELECT x FROM unnest(concurrency_keys) WITH ORDINALITY AS u(x, n) ORDER BY n) END;
     metas := CASE WHEN metas IS NULL THEN NULL ELSE ARRAY(SELECT x FROM unnest(metas) WITH ORDINALITY AS u(x, n) ORDER BY n) END;
+    on_duplicates := CASE WHEN on_duplicates IS NULL THEN NULL ELSE ARRAY(SELECT x FROM unnest(on_duplicates) WITH ORDINALITY AS u(x, n) ORDER BY n) END;
+    unique_fors := CASE WHEN unique_fors IS NULL THEN NULL ELSE ARRAY(SELECT x FROM unnest(unique_fors) WITH ORDINALITY AS u(x, n) ORDER BY n) END;
 
     v_shards := ARRAY(SELECT _jobs_proxy_queue_shard('jobs_enqueue_many', q, true)
                       FROM unnest(queues) WITH ORDINALITY AS u(q, n) ORDER BY n);
@@ -92,7 +98,9 @@ BEGIN
             CASE WHEN unique_keys IS NULL THEN NULL ELSE ARRAY(SELECT unique_keys[p] FROM unnest(v_pos) AS p) END,
             CASE WHEN concurrency_keys IS NULL THEN NULL ELSE ARRAY(SELECT concurrency_keys[p] FROM unnest(v_pos) AS p) END,
             CASE WHEN metas IS NULL THEN NULL ELSE ARRAY(SELECT metas[p] FROM unnest(v_pos) AS p) END,
-            notify));
+            notify,
+            CASE WHEN on_duplicates IS NULL THEN NULL ELSE ARRAY(SELECT on_duplicates[p] FROM unnest(v_pos) AS p) END,
+            CASE WHEN unique_fors IS NULL THEN NULL ELSE ARRAY(SELECT unique_fors[p] FROM unnest(v_pos) AS p) END));
         FOR i IN 1 .. coalesce(cardinality(v_pos), 0) LOOP
             v_out[v_pos[i]] := v_ids[i];
         END LOOP;

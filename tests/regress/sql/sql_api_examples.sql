@@ -438,3 +438,25 @@ SELECT jobs_publish('order_placed', max_attempts => 0);
 SELECT jobs_unsubscribe('order_placed', 'billing', 'charge_card');
 SELECT jobs_unsubscribe('order_placed', 'billing', 'charge_card');
 SELECT jobs_publish('order_placed', '{"order": 44}');
+-- ## jobs_enqueue: duplicates of a unique key (debounce and throttle; at the end of the
+-- session, so that the ids above stay as they are)
+-- ex: enqueue-debounce
+SELECT jobs_enqueue('reindex', '{"doc": 7, "rev": 1}', queue => 'search', unique_key => 'doc:7',
+                    run_at => now() + interval '30 seconds', on_duplicate => 'replace');
+SELECT jobs_enqueue('reindex', '{"doc": 7, "rev": 2}', queue => 'search', unique_key => 'doc:7',
+                    run_at => now() + interval '30 seconds', on_duplicate => 'replace');
+SELECT id, payload, state, run_at > now() + interval '25 seconds' AS in_30s FROM jobs WHERE unique_key = 'doc:7';
+-- ex: enqueue-replace-running
+SELECT jobs_enqueue('reindex', '{"doc": 8, "rev": 1}', queue => 'search', unique_key => 'doc:8', on_duplicate => 'replace');
+SELECT id, payload, attempt FROM jobs_claim('worker-1', queues => ARRAY['search']);
+SELECT jobs_enqueue('reindex', '{"doc": 8, "rev": 2}', queue => 'search', unique_key => 'doc:8', on_duplicate => 'replace');
+SELECT jobs_fail(2533, 1, 'timeout');
+SELECT id, payload, state, superseded_by, last_error FROM jobs WHERE unique_key = 'doc:8' ORDER BY id;
+-- ex: enqueue-throttle
+SELECT jobs_enqueue('digest', queue => 'digests', unique_key => 'digest:team-1', unique_for => '1 hour');
+SELECT jobs_complete(id, attempt) FROM jobs_claim('worker-1', queues => ARRAY['digests']);
+SELECT jobs_enqueue('digest', queue => 'digests', unique_key => 'digest:team-1', unique_for => '1 hour');
+SELECT id, state, unique_for FROM jobs WHERE unique_key = 'digest:team-1';
+-- ex: enqueue-duplicate-error
+SELECT jobs_enqueue('digest', queue => 'digests', unique_for => '1 hour');
+SELECT jobs_enqueue('digest', queue => 'digests', unique_key => 'digest:team-2', on_duplicate => 'update');

@@ -8,7 +8,26 @@
 --           running, returns that job's id and inserts nothing (enforced by the key's row in
 --           jobs_unique_keys, constraint jobs_unique_key_idx, so concurrent callers cannot both
 --           insert; a caller racing an uncommitted insert of the same key waits for it to
---           commit or roll back).
+--           commit or roll back). That is on_duplicate 'keep', the default.
+--           on_duplicate 'replace' (debounce: with run_at => now() + delay): when the key's
+--           job is waiting or queued, its payload, run_at, priority and max_attempts become
+--           the given ones and its id comes back (its kind, concurrency_key, meta, unique_for
+--           and parents stay; this call's depends_on is not looked at then). When it is
+--           running, this job is inserted after it and takes the key: the running job goes on
+--           but never comes back to queued (a retry, snooze or expired lease cancels it with
+--           last_error 'superseded by job N', see _jobs_unique_key_superseded), so a key has
+--           at most one queued job at any time. A claim racing the replace either takes the
+--           old fields (the replace then finds the job running) or, if the replace came first,
+--           the new ones; see _jobs_enqueue_duplicate.
+--           unique_for (throttle): the key also stays taken for this long after the job
+--           finished (done, dead or cancelled, even if retention or a done_retention of 0
+--           deletes the row): meanwhile every enqueue of the key, 'keep' or 'replace' (a
+--           finished job is never changed), returns the finished job's id. The first enqueue
+--           after the period takes the key, with run_at no earlier than the period's end, so
+--           a job of the key starts no earlier than unique_for after the previous one
+--           finished: at most one start per period. With 'replace', a running job enqueued
+--           with unique_for is not superseded (its id comes back). jobs_maintain removes the
+--           ended periods' rows.
 --           concurrency_key: jobs of a queue sharing it count together against the queue's
 --           per_key limit (jobs_set_concurrency); NULL counts against max_running only.
 --           meta: a JSON object stored with the job for tools, not for the handler (the
@@ -31,7 +50,9 @@
 --           notify_finished: when the job becomes done, dead or cancelled, the same
 --           transaction NOTIFYs channel jobs_finished with its id, for waiters (jobs_result).
 --           Only these jobs notify, so other completions stay off the NOTIFY lock.
--- Locks:    inserts one row; with unique_key, may briefly wait on a concurrent insert. With
+-- Locks:    inserts one row; with unique_key, may briefly wait on a concurrent insert. A
+--           replace locks the key's job as a claim does (see _jobs_enqueue_duplicate) and may
+--           wait for a claim of it to end. With
 --           depends_on, the parents' rows (FOR NO KEY UPDATE, in id order, until the caller's
 --           transaction ends), so a parent cannot finish unseen between the look at its state
 --           and the commit; in REPEATABLE READ, a parent that changed since the snapshot gives
@@ -44,7 +65,9 @@
 --           longer than 200 bytes, or meta is not NULL and not a JSON object, or notify is
 --           NULL, or depends_on is multidimensional, holds a NULL or an unknown id, or more
 --           than 10000 ids, or on_parent_failure is not 'cancel' or 'run', or
---           notify_finished is NULL. Nothing is inserted then.
+--           notify_finished is NULL, or on_duplicate is not 'keep' or 'replace', or is
+--           'replace' without a unique_key, or unique_for is <= 0 or longer than 100 years
+--           or given without a unique_key. Nothing is inserted then.
 CREATE OR REPLACE FUNCTION jobs_enqueue(
     kind         text,
     payload      jsonb       DEFAULT '{}',
@@ -58,7 +81,9 @@ CREATE OR REPLACE FUNCTION jobs_enqueue(
     notify          boolean     DEFAULT true,
     depends_on        bigint[]  DEFAULT NULL,
     on_parent_failure text      DEFAULT 'cancel',
-    notify_finished   boolean   DEFAULT false
+    notify_finished   boolean   DEFAULT false,
+    on_duplicate      text      DEFAULT 'keep',
+    unique_for        interval  DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -69,6 +94,7 @@ AS $$
 DECLARE
     v_id      bigint;
     v_parents bigint[];
+    v_dup     record;
 BEGIN
     IF jobs_enqueue.kind IS NULL OR jobs_enqueue.kind = '' OR octet_length(jobs_enqueue.kind) > 200 THEN
         PERFORM _jobs_invalid('jobs_enqueue', 'kind', 'must be a non-empty string of at most 200 bytes');
@@ -125,6 +151,22 @@ BEGIN
         END IF;
     END IF;
 
+    -- The duplicate arguments, looked at only when one is not its default.
+    IF jobs_enqueue.on_duplicate IS DISTINCT FROM 'keep' OR jobs_enqueue.unique_for IS NOT NULL THEN
+        IF jobs_enqueue.on_duplicate IS NULL OR jobs_enqueue.on_duplicate NOT IN ('keep', 'replace') THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'on_duplicate', 'must be ''keep'' or ''replace''');
+        END IF;
+        IF jobs_enqueue.unique_for <= interval '0' OR jobs_enqueue.unique_for > interval '100 years' THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'unique_for', 'must be NULL or a positive interval of at most 100 years');
+        END IF;
+        IF jobs_enqueue.unique_key IS NULL AND jobs_enqueue.on_duplicate = 'replace' THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'on_duplicate', 'must be ''keep'' when unique_key is NULL (a job without a key has no duplicate)');
+        END IF;
+        IF jobs_enqueue.unique_key IS NULL AND jobs_enqueue.unique_for IS NOT NULL THEN
+            PERFORM _jobs_invalid('jobs_enqueue', 'unique_for', 'must be NULL when unique_key is NULL (it is how long the key stays taken)');
+        END IF;
+    END IF;
+
     -- With a key a live job holds, nothing below looks at the parents: their ids are
     -- checked here, so that an unknown one is refused whatever the key.
     IF jobs_enqueue.unique_key IS NOT NULL AND v_parents IS NOT NULL THEN
@@ -139,42 +181,41 @@ BEGIN
 
     IF jobs_enqueue.unique_key IS NOT NULL THEN
         -- The key first: its row in jobs_unique_keys is the lock that makes concurrent
-        -- callers with the same key take turns. The live job holding the key can finish
-        -- between our failed insert and the lookup; then the key is free again and the next
-        -- round inserts.
-        LOOP
-            INSERT INTO jobs_unique_keys (queue, unique_key, id)
-            VALUES (jobs_enqueue.queue, jobs_enqueue.unique_key, nextval('jobs_id_seq'))
-            ON CONFLICT (queue, unique_key) DO NOTHING
-            RETURNING id INTO v_id;
-            IF v_id IS NOT NULL THEN
-                EXIT;
+        -- callers with the same key take turns. When it is taken, _jobs_enqueue_duplicate
+        -- says which job stands for this one (kept, replaced in place, or still in its
+        -- unique_for period), or gives the key to the id drawn here.
+        v_id := nextval('jobs_id_seq');
+        INSERT INTO jobs_unique_keys (queue, unique_key, id)
+        VALUES (jobs_enqueue.queue, jobs_enqueue.unique_key, v_id)
+        ON CONFLICT (queue, unique_key) DO NOTHING;
+        IF NOT FOUND THEN
+            SELECT d.id, d.not_before INTO v_dup
+            FROM _jobs_enqueue_duplicate(jobs_enqueue.queue, jobs_enqueue.unique_key, jobs_enqueue.on_duplicate, v_id,
+                                         jobs_enqueue.payload, jobs_enqueue.run_at, jobs_enqueue.priority,
+                                         jobs_enqueue.max_attempts, jobs_enqueue.notify) AS d;
+            IF v_dup.id <> v_id THEN
+                RETURN v_dup.id;
             END IF;
-
-            SELECT k.id INTO v_id
-            FROM jobs_unique_keys k
-            WHERE k.queue = jobs_enqueue.queue
-              AND k.unique_key = jobs_enqueue.unique_key;
-            IF v_id IS NOT NULL THEN
-                RETURN v_id;
-            END IF;
-        END LOOP;
+            jobs_enqueue.run_at := greatest(jobs_enqueue.run_at, v_dup.not_before);
+        END IF;
     END IF;
 
     IF v_parents IS NOT NULL THEN
         RETURN _jobs_enqueue_child(jobs_enqueue.kind, jobs_enqueue.payload, jobs_enqueue.queue, jobs_enqueue.run_at,
                                    jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
                                    jobs_enqueue.concurrency_key, jobs_enqueue.meta, jobs_enqueue.notify, v_parents,
-                                   jobs_enqueue.on_parent_failure, jobs_enqueue.notify_finished, v_id, NULL, NULL);
+                                   jobs_enqueue.on_parent_failure, jobs_enqueue.notify_finished, v_id, NULL, NULL,
+                                   jobs_enqueue.unique_for);
     END IF;
 
     -- The job, and its row in jobs_queued (what claims find it by).
     WITH inserted AS (
         INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key, meta,
-                          notify_finished)
+                          notify_finished, unique_for)
         VALUES (coalesce(v_id, nextval('jobs_id_seq')), jobs_enqueue.queue, jobs_enqueue.kind, jobs_enqueue.payload,
                 jobs_enqueue.run_at, jobs_enqueue.priority, jobs_enqueue.max_attempts, jobs_enqueue.unique_key,
-                jobs_enqueue.concurrency_key, jobs_enqueue.meta, nullif(jobs_enqueue.notify_finished, false))
+                jobs_enqueue.concurrency_key, jobs_enqueue.meta, nullif(jobs_enqueue.notify_finished, false),
+                jobs_enqueue.unique_for)
         RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
     )
     INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
@@ -188,5 +229,6 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean, bigint[], text, boolean) IS
+COMMENT ON FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean, bigint[], text, boolean,
+                                  text, interval) IS
     'skiplock: adds one job (or returns the live job with the same queue and unique_key) and wakes workers when it is ready now.';

@@ -3,11 +3,15 @@
 -- Promises: the set-based form of jobs_enqueue, with the same rules per job. kinds gives the
 --           number of jobs; every other array is either NULL (each job takes the default:
 --           payload '{}', queue 'default', run_at now(), priority 0, max_attempts 5, no
---           unique_key, no concurrency_key, no meta) or has exactly as many elements as
---           kinds. metas may hold NULL elements (no meta for that job).
---           Row i of the result is the id for input i: a new job, or the live job that
---           already holds its queue and unique_key (also when an earlier element of the same
---           call took the key).
+--           unique_key, no concurrency_key, no meta, on_duplicate 'keep', no unique_for) or has
+--           exactly as many elements as kinds. metas and unique_fors may hold NULL elements
+--           (no meta, no unique_for for that job).
+--           Row i of the result is the id for input i: a new job, or the job that stands for
+--           it by jobs_enqueue's rules for on_duplicates[i] and unique_fors[i] (the live job
+--           holding its queue and unique_key, that job replaced in place, or a finished job
+--           still in its unique_for period), also when an earlier element of the same call
+--           took the key: the elements act in input order, so with 'replace' the last
+--           element of a key gives the job its fields.
 --           One NOTIFY on jobs_ready per distinct queue that got a new job ready now; none
 --           at all with notify => false (see jobs_enqueue: only for a caller that makes sure
 --           a worker hears about the jobs another way, such as jobs_notify after commit).
@@ -17,7 +21,7 @@
 -- States:   new jobs in queued.
 -- Time:     now() (transaction start).
 -- Errors:   22023 naming the parameter and element, e.g. 'kinds[3] must be ...', for the
---           same bad values jobs_enqueue rejects, for multidimensional arrays, for arrays
+--           same bad values jobs_enqueue rejects (on_duplicates[i], unique_fors[i] included), for multidimensional arrays, for arrays
 --           whose length differs from kinds, and for more than 100000 jobs in one call.
 --           Arrays may start at any index; element order is what counts. 22023 when notify
 --           is NULL.
@@ -31,7 +35,9 @@ CREATE OR REPLACE FUNCTION jobs_enqueue_many(
     unique_keys   text[]        DEFAULT NULL,
     concurrency_keys text[]     DEFAULT NULL,
     metas         jsonb[]       DEFAULT NULL,
-    notify        boolean       DEFAULT true
+    notify        boolean       DEFAULT true,
+    on_duplicates text[]        DEFAULT NULL,
+    unique_fors   interval[]    DEFAULT NULL
 )
 RETURNS SETOF bigint
 LANGUAGE plpgsql
@@ -50,6 +56,9 @@ DECLARE
     v_unique_keys  text[];
     v_conc_keys    text[];
     v_metas        jsonb[];
+    v_on_dups      text[];
+    v_unique_fors  interval[];
+    v_dup          record;
     v_param        text;
     v_bad          record;
     v_ids          bigint[];
@@ -76,7 +85,9 @@ BEGIN
                  ('max_attempts', array_ndims(jobs_enqueue_many.max_attempts)),
                  ('unique_keys', array_ndims(jobs_enqueue_many.unique_keys)),
                  ('concurrency_keys', array_ndims(jobs_enqueue_many.concurrency_keys)),
-                 ('metas', array_ndims(jobs_enqueue_many.metas))) AS p(param, ndims)
+                 ('metas', array_ndims(jobs_enqueue_many.metas)),
+                 ('on_duplicates', array_ndims(jobs_enqueue_many.on_duplicates)),
+                 ('unique_fors', array_ndims(jobs_enqueue_many.unique_fors))) AS p(param, ndims)
     WHERE p.ndims > 1
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -91,7 +102,9 @@ BEGIN
                  ('max_attempts', cardinality(jobs_enqueue_many.max_attempts)),
                  ('unique_keys', cardinality(jobs_enqueue_many.unique_keys)),
                  ('concurrency_keys', cardinality(jobs_enqueue_many.concurrency_keys)),
-                 ('metas', cardinality(jobs_enqueue_many.metas))) AS p(param, n)
+                 ('metas', cardinality(jobs_enqueue_many.metas)),
+                 ('on_duplicates', cardinality(jobs_enqueue_many.on_duplicates)),
+                 ('unique_fors', cardinality(jobs_enqueue_many.unique_fors))) AS p(param, n)
     WHERE p.n IS NOT NULL AND p.n <> v_n
     LIMIT 1;
     IF v_param IS NOT NULL THEN
@@ -133,12 +146,18 @@ BEGIN
     v_metas        := CASE WHEN jobs_enqueue_many.metas IS NULL THEN array_fill(NULL::jsonb, ARRAY[v_n])
                        WHEN array_lower(jobs_enqueue_many.metas, 1) = 1 THEN jobs_enqueue_many.metas
                        ELSE ARRAY(SELECT unnest(jobs_enqueue_many.metas)) END;
+    v_on_dups      := CASE WHEN jobs_enqueue_many.on_duplicates IS NULL THEN array_fill('keep'::text, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.on_duplicates, 1) = 1 THEN jobs_enqueue_many.on_duplicates
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.on_duplicates)) END;
+    v_unique_fors  := CASE WHEN jobs_enqueue_many.unique_fors IS NULL THEN array_fill(NULL::interval, ARRAY[v_n])
+                       WHEN array_lower(jobs_enqueue_many.unique_fors, 1) = 1 THEN jobs_enqueue_many.unique_fors
+                       ELSE ARRAY(SELECT unnest(jobs_enqueue_many.unique_fors)) END;
 
     SELECT * INTO v_bad
     FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities, v_max_attempts,
-                v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY AS t(kind, payload, queue, run_at, priority,
-                                                                          max_attempts, unique_key, concurrency_key,
-                                                                          meta, ord)
+                v_unique_keys, v_conc_keys, v_metas, v_on_dups, v_unique_fors)
+         WITH ORDINALITY AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key,
+                              meta, on_duplicate, unique_for, ord)
     WHERE t.kind IS NULL OR t.kind = '' OR octet_length(t.kind) > 200
        OR t.payload IS NULL
        OR t.queue IS NULL OR t.queue = '' OR octet_length(t.queue) > 200
@@ -148,6 +167,9 @@ BEGIN
        OR t.unique_key = '' OR octet_length(t.unique_key) > 200
        OR t.concurrency_key = '' OR octet_length(t.concurrency_key) > 200
        OR jsonb_typeof(t.meta) <> 'object'
+       OR t.on_duplicate IS NULL OR t.on_duplicate NOT IN ('keep', 'replace')
+       OR t.unique_for <= interval '0' OR t.unique_for > interval '100 years'
+       OR (t.unique_key IS NULL AND (t.on_duplicate = 'replace' OR t.unique_for IS NOT NULL))
     ORDER BY t.ord
     LIMIT 1;
     IF FOUND THEN
@@ -172,9 +194,21 @@ BEGIN
         ELSIF v_bad.concurrency_key = '' OR octet_length(v_bad.concurrency_key) > 200 THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('concurrency_keys[%s]', v_bad.ord),
                                   'must be NULL or a non-empty string of at most 200 bytes');
-        ELSE
+        ELSIF jsonb_typeof(v_bad.meta) <> 'object' THEN
             PERFORM _jobs_invalid('jobs_enqueue_many', format('metas[%s]', v_bad.ord),
                                   'must be NULL or a JSON object');
+        ELSIF v_bad.on_duplicate IS NULL OR v_bad.on_duplicate NOT IN ('keep', 'replace') THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('on_duplicates[%s]', v_bad.ord),
+                                  'must be ''keep'' or ''replace''');
+        ELSIF v_bad.unique_for <= interval '0' OR v_bad.unique_for > interval '100 years' THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('unique_fors[%s]', v_bad.ord),
+                                  'must be NULL or a positive interval of at most 100 years');
+        ELSIF v_bad.on_duplicate = 'replace' THEN
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('on_duplicates[%s]', v_bad.ord),
+                                  'must be ''keep'' when unique_keys[' || v_bad.ord || '] is NULL (a job without a key has no duplicate)');
+        ELSE
+            PERFORM _jobs_invalid('jobs_enqueue_many', format('unique_fors[%s]', v_bad.ord),
+                                  'must be NULL when unique_keys[' || v_bad.ord || '] is NULL (it is how long the key stays taken)');
         END IF;
     END IF;
 
@@ -219,12 +253,13 @@ BEGIN
         -- The jobs without a key and those whose key was free.
         WITH inserted AS (
             INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key, concurrency_key,
-                              meta)
+                              meta, unique_for)
             SELECT v_ids[t.ord], t.queue, t.kind, t.payload, t.run_at, t.priority, t.max_attempts, t.unique_key,
-                   t.concurrency_key, t.meta
+                   t.concurrency_key, t.meta, t.unique_for
             FROM unnest(v_kinds, v_payloads, v_queues, v_run_ats, v_priorities,
-                        v_max_attempts, v_unique_keys, v_conc_keys, v_metas) WITH ORDINALITY
-                 AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key, meta, ord)
+                        v_max_attempts, v_unique_keys, v_conc_keys, v_metas, v_unique_fors) WITH ORDINALITY
+                 AS t(kind, payload, queue, run_at, priority, max_attempts, unique_key, concurrency_key, meta,
+                      unique_for, ord)
             WHERE t.unique_key IS NULL OR v_ids[t.ord] = ANY (v_inserted)
             ORDER BY t.ord
             RETURNING jobs.id, jobs.queue, jobs.priority, jobs.run_at, jobs.concurrency_key
@@ -238,31 +273,27 @@ BEGIN
             WHERE t.unique_key IS NOT NULL AND NOT t.id = ANY (v_inserted)
             ORDER BY t.ord
         LOOP
-            -- Same loop as jobs_enqueue: the key's holder may finish before we look it up.
-            LOOP
-                SELECT k.id INTO v_id
-                FROM jobs_unique_keys k
-                WHERE k.queue = v_queues[v_missing.ord]
-                  AND k.unique_key = v_unique_keys[v_missing.ord];
-                EXIT WHEN FOUND;
-
-                INSERT INTO jobs_unique_keys (queue, unique_key, id)
-                VALUES (v_queues[v_missing.ord], v_unique_keys[v_missing.ord], v_ids[v_missing.ord])
-                ON CONFLICT (queue, unique_key) DO NOTHING
-                RETURNING id INTO v_id;
-                IF v_id IS NOT NULL THEN
-                    INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key,
-                                      concurrency_key, meta)
-                    VALUES (v_id, v_queues[v_missing.ord], v_kinds[v_missing.ord],
-                            v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
-                            v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord],
-                            v_metas[v_missing.ord]);
-                    INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
-                    VALUES (v_queues[v_missing.ord], v_priorities[v_missing.ord], v_run_ats[v_missing.ord], v_id,
-                            v_conc_keys[v_missing.ord]);
-                    EXIT;
-                END IF;
-            END LOOP;
+            -- As in jobs_enqueue: kept, replaced in place (also a job an earlier element of
+            -- this call inserted: the later element's fields win), still in its unique_for
+            -- period, or the key given to the id drawn for this input.
+            SELECT d.id, d.not_before INTO v_dup
+            FROM _jobs_enqueue_duplicate(v_queues[v_missing.ord], v_unique_keys[v_missing.ord], v_on_dups[v_missing.ord],
+                                         v_ids[v_missing.ord], v_payloads[v_missing.ord], v_run_ats[v_missing.ord],
+                                         v_priorities[v_missing.ord], v_max_attempts[v_missing.ord],
+                                         jobs_enqueue_many.notify) AS d;
+            v_id := v_dup.id;
+            IF v_id = v_ids[v_missing.ord] THEN
+                v_run_ats[v_missing.ord] := greatest(v_run_ats[v_missing.ord], v_dup.not_before);
+                INSERT INTO jobs (id, queue, kind, payload, run_at, priority, max_attempts, unique_key,
+                                  concurrency_key, meta, unique_for)
+                VALUES (v_id, v_queues[v_missing.ord], v_kinds[v_missing.ord],
+                        v_payloads[v_missing.ord], v_run_ats[v_missing.ord], v_priorities[v_missing.ord],
+                        v_max_attempts[v_missing.ord], v_unique_keys[v_missing.ord], v_conc_keys[v_missing.ord],
+                        v_metas[v_missing.ord], v_unique_fors[v_missing.ord]);
+                INSERT INTO jobs_queued (queue, priority, run_at, id, concurrency_key)
+                VALUES (v_queues[v_missing.ord], v_priorities[v_missing.ord], v_run_ats[v_missing.ord], v_id,
+                        v_conc_keys[v_missing.ord]);
+            END IF;
             v_ids[v_missing.ord] := v_id;
         END LOOP;
 
@@ -281,5 +312,6 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean) IS
+COMMENT ON FUNCTION jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean,
+                                       text[], interval[]) IS
     'skiplock: adds many jobs in one call (arrays indexed alike; NULL array = default for all) and returns their ids in input order.';

@@ -1,6 +1,7 @@
 -- jobs_maintain: one bounded round of housekeeping; returns what it did.
 --
--- Promises: takes back expired leases (jobs_requeue_expired), then deletes the done,
+-- Promises: takes back expired leases (jobs_requeue_expired), removes up to max_jobs key
+--           rows whose unique_for period is over (jobs_enqueue), then deletes the done,
 --           cancelled and dead jobs whose finished_at is older than that state's retention
 --           in jobs_settings (done_retention, cancelled_retention, dead_retention; NULL
 --           keeps the state forever), at most max_jobs of each state per round, oldest
@@ -88,6 +89,20 @@ BEGIN
     v_result.ran := true;
 
     v_result.requeued := jobs_requeue_expired();
+
+    -- The unique_for periods that are over: their keys' rows (an enqueue would take them
+    -- over anyway; this keeps the table to the keys still taken). A full batch asks for
+    -- another round.
+    DELETE FROM jobs_unique_keys k
+    WHERE k.ctid = ANY (ARRAY(
+            SELECT h.ctid
+            FROM jobs_unique_keys h
+            WHERE h.held_until IS NOT NULL AND h.held_until <= now()
+            ORDER BY h.held_until
+            LIMIT jobs_maintain.max_jobs
+            FOR UPDATE SKIP LOCKED));
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    v_result.more := v_count = jobs_maintain.max_jobs;
 
     SELECT * INTO v_settings FROM jobs_settings;
 

@@ -18,7 +18,9 @@
 --           cancelled by its end: cancelled -> waiting.
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id is NULL; 23505 (unique_violation) when the job has a unique_key
---           that another live (waiting, queued or running) job of its queue holds now; 55000
+--           that another live (waiting, queued or running) job of its queue holds now, or
+--           another finished job's unique_for period (a period held by this job's own end
+--           gives way: see _jobs_unique_key_sync); 55000
 --           (object_not_in_prerequisite_state) when the dead or cancelled job's id does not
 --           carry this shard's number, or its attempts are at 2147483647 (the integer limit:
 --           no attempt number is left for it), or it waits for a parent that ended dead or
