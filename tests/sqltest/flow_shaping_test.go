@@ -580,7 +580,8 @@ func TestRatePerKeyExact(t *testing.T) {
 				if r.Worst > maxStarts {
 					t.Fatalf("key %s: %d starts within one window of %s, limit %d", r.Key, r.Worst, per, maxStarts)
 				}
-				if min := int64(d/per) * maxStarts * 3 / 4; r.Starts < min {
+				// Half the budget at least (a loaded machine may lose some windows).
+				if min := int64(d/per) * maxStarts / 2; r.Starts < min {
 					t.Fatalf("key %s: only %d starts in %s: the limit is held too tight", r.Key, r.Starts, d)
 				}
 			}
