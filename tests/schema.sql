@@ -392,7 +392,7 @@ BEGIN
                     CONTINUE WHEN v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed);
 
                     IF v_k.key IS NULL THEN
-                        -- Jobs without a key: among the queue's best (room + 1,000) ready
+                        -- Jobs without a key: among the queue's best (room + 100) ready
                         -- jobs (two statements, so that the bound is an index condition); a
                         -- turn that finds none does not look again in this claim.
                         SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
@@ -407,7 +407,7 @@ BEGIN
                                             WHERE q2.queue = v_q.queue
                                               AND q2.run_at <= now()
                                             ORDER BY q2.priority, q2.run_at, q2.id
-                                            LIMIT v_room + v_taken + 1000) s
+                                            LIMIT v_room + v_taken + 100) s
                                       WHERE s.concurrency_key IS NULL
                                         AND s.id <> ALL (v_ids)
                                       LIMIT v_room))

@@ -46,7 +46,7 @@
 --           jobs_ready_key_idx per key; for ordered, of jobs_queued_key_id_idx for its head),
 --           so a key at its limit holds back no other key, and one call never takes a key over
 --           its room. Jobs without a key in such a queue are looked for among the queue's
---           best (room + 100) ready jobs (room + 1,000 in a fair queue's turn), and only ahead
+--           best (room + 100) ready jobs (in a fair queue's turn, once per claim), and only ahead
 --           of the last keyed candidate when there are enough keyed ones: the bound keeps the
 --           claim from walking every job of a key at its limit (there is no index of the
 --           jobs without a key, so that they cost nothing to enqueue), at the price that an
@@ -352,7 +352,7 @@ BEGIN
                     CONTINUE WHEN v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed);
 
                     IF v_k.key IS NULL THEN
-                        -- Jobs without a key: among the queue's best (room + 1,000) ready
+                        -- Jobs without a key: among the queue's best (room + 100) ready
                         -- jobs (two statements, so that the bound is an index condition); a
                         -- turn that finds none does not look again in this claim.
                         SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
@@ -367,7 +367,7 @@ BEGIN
                                             WHERE q2.queue = v_q.queue
                                               AND q2.run_at <= now()
                                             ORDER BY q2.priority, q2.run_at, q2.id
-                                            LIMIT v_room + v_taken + 1000) s
+                                            LIMIT v_room + v_taken + 100) s
                                       WHERE s.concurrency_key IS NULL
                                         AND s.id <> ALL (v_ids)
                                       LIMIT v_room))
