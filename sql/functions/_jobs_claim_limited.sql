@@ -60,10 +60,12 @@
 --           only); a fair claim then probes only the keys it walks past until its budget is
 --           taken (plus the unkeyed group once per turn), so it costs in proportion to the
 --           jobs it takes and the keys without room it passes. One that is not fair looks
---           first at the queue's best (budget + 100) ready jobs (the keys among them, and
---           an ordered key's head only for the jobs that get that far), which decides exactly
---           when budget of them are let in or they are all the ready jobs; only otherwise does
---           it probe every key of the queue's queued jobs.
+--           first at the queue's best (budget + 100) ready jobs of keys that their running
+--           jobs leave room (passing over the jobs of the others, which costs in proportion
+--           to them; an ordered key's head is probed only for the jobs that get that far),
+--           which decides exactly when budget of them are let in or they are all such jobs;
+--           only otherwise (keys held back by a head waiting for its retry, or by their rate,
+--           filling that look) does it probe every key of the queue's queued jobs.
 --           skip_locked_queues (jobs_complete_and_claim's claim): a limited queue whose
 --           jobs_queues row another transaction holds (a claim of the queue, an operator's
 --           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) is not
