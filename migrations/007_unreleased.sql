@@ -3,6 +3,8 @@
 -- Duplicates of a unique key: jobs_enqueue's and jobs_enqueue_many's on_duplicate ('replace':
 -- debounce) and unique_for (throttle), with the columns jobs.unique_for and
 -- jobs.superseded_by and jobs_unique_keys.held_until (see below).
+-- Flow shaping: jobs_set_concurrency's fair and ordered, jobs_set_rate_limit's per_key (new
+-- columns of jobs_queues and jobs_queue_starts, and an index of keyed queued jobs by id).
 --
 -- Storage: claims, heartbeats and completions become HOT updates of the job's row. No index
 -- of jobs names a column that changes after enqueue any more; what the partial indexes on
@@ -214,7 +216,37 @@ COMMENT ON COLUMN jobs.superseded_by IS
 -- The periods to end (jobs_maintain), in the order they end.
 CREATE INDEX jobs_unique_keys_held_idx ON jobs_unique_keys (held_until) WHERE held_until IS NOT NULL;
 
+-- Flow shaping: fair sharing between a queue's concurrency_keys (round-robin from a cursor
+-- that claims of the queue keep in its row, under the row's lock), ordered keys (a key runs its
+-- queued jobs one at a time in id order) and rate limits per key. Nothing of this costs a queue
+-- that does not use it, except the index of keyed jobs by id (unkeyed jobs have no entry).
+ALTER TABLE jobs_queues
+    ADD COLUMN fair         boolean NOT NULL DEFAULT false,
+    ADD COLUMN ordered      boolean NOT NULL DEFAULT false,
+    ADD COLUMN rate_per_key boolean NOT NULL DEFAULT false,
+    ADD COLUMN rr_cursor    text;
+COMMENT ON COLUMN jobs_queues.fair IS
+    'skiplock: claims take the ready jobs round-robin across concurrency_keys (jobs_set_concurrency''s fair).';
+COMMENT ON COLUMN jobs_queues.ordered IS
+    'skiplock: jobs sharing a concurrency_key run one at a time in id order (jobs_set_concurrency''s ordered).';
+COMMENT ON COLUMN jobs_queues.rate_per_key IS
+    'skiplock: max_starts per per counts the starts of each concurrency_key (jobs_set_rate_limit''s per_key).';
+COMMENT ON COLUMN jobs_queues.rr_cursor IS
+    'skiplock (private): the concurrency_key a fair queue''s last claim took last (NULL: start from the first key).';
+-- The queue's head job of each key (its lowest id), whatever its run_at: what an ordered
+-- queue's claim looks at.
+CREATE INDEX jobs_queued_key_id_idx ON jobs_queued (queue, concurrency_key, id)
+    WHERE concurrency_key IS NOT NULL;
+ALTER TABLE jobs_queue_starts ADD COLUMN concurrency_key text;
+COMMENT ON COLUMN jobs_queue_starts.concurrency_key IS
+    'skiplock: the started job''s concurrency_key (counted per key when the queue''s rate_per_key is set).';
+CREATE INDEX jobs_queue_starts_key_idx ON jobs_queue_starts (queue, concurrency_key, started_at);
+ALTER TYPE jobs_queue_metrics ADD ATTRIBUTE fair boolean, ADD ATTRIBUTE ordered boolean,
+    ADD ATTRIBUTE rate_per_key boolean;
+
 -- Signatures that change (new arguments or result columns).
+DROP FUNCTION jobs_set_concurrency(text, integer, integer);
+DROP FUNCTION jobs_set_rate_limit(text, integer, interval);
 DROP FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean);
 DROP FUNCTION jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean);
 DROP FUNCTION jobs_complete(bigint, integer);
@@ -282,6 +314,10 @@ COMMENT ON TABLE jobs_topic_subscriptions IS
 {{ template "snapshots/007/functions/jobs_get.sql" . }}
 {{ template "snapshots/007/functions/jobs_result.sql" . }}
 {{ template "snapshots/007/functions/jobs_prune.sql" . }}
+{{ template "snapshots/007/functions/jobs_resume.sql" . }}
+{{ template "snapshots/007/functions/jobs_set_concurrency.sql" . }}
+{{ template "snapshots/007/functions/jobs_set_rate_limit.sql" . }}
+{{ template "snapshots/007/functions/jobs_next_start.sql" . }}
 {{ template "snapshots/007/functions/jobs_queue_limited.sql" . }}
 {{ template "snapshots/007/functions/jobs_retry_many.sql" . }}
 {{ template "snapshots/007/functions/jobs_cancel_many.sql" . }}

@@ -19,6 +19,9 @@
 ALTER TYPE jobs_state ADD VALUE IF NOT EXISTS 'waiting' BEFORE 'queued';
 ALTER TYPE jobs_claimed ADD ATTRIBUTE parent_results jsonb, ADD ATTRIBUTE checkpoints jsonb;
 ALTER TYPE jobs_queue_metrics ADD ATTRIBUTE waiting bigint;
+-- Flow shaping (the shards' jobs_set_concurrency fair and ordered, jobs_set_rate_limit per_key).
+ALTER TYPE jobs_queue_metrics ADD ATTRIBUTE fair boolean, ADD ATTRIBUTE ordered boolean,
+    ADD ATTRIBUTE rate_per_key boolean;
 ALTER TYPE jobs
     ADD ATTRIBUTE workflow_id       bigint,
     ADD ATTRIBUTE workflow_step     text,
@@ -42,6 +45,8 @@ DROP FUNCTION jobs_complete(bigint, integer);
 DROP FUNCTION jobs_complete_many(bigint[], integer[]);
 DROP FUNCTION _jobs_proxy_complete_many_split(bigint[], integer[]);
 DROP FUNCTION jobs_get(bigint);
+DROP FUNCTION jobs_set_concurrency(text, integer, integer);
+DROP FUNCTION jobs_set_rate_limit(text, integer, interval);
 
 -- Topics: the proxy keeps the subscriptions (its jobs_publish reads them and sends each job to
 -- its queue's shard), in a table of the same form as the shards'.
@@ -83,6 +88,8 @@ COMMENT ON TABLE jobs_topic_subscriptions IS
 {{ template "snapshots/002/functions/jobs_workflow.sql" . }}
 {{ template "snapshots/002/functions/jobs_get.sql" . }}
 {{ template "snapshots/002/functions/jobs_result.sql" . }}
+{{ template "snapshots/002/functions/jobs_set_concurrency.sql" . }}
+{{ template "snapshots/002/functions/jobs_set_rate_limit.sql" . }}
 {{ template "snapshots/002/functions/jobs_queue_limited.sql" . }}
 {{ template "snapshots/002/functions/jobs_metrics.sql" . }}
 {{ template "snapshots/002/grants.sql" . }}
