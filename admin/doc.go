@@ -1,7 +1,8 @@
 // Package admin is the typed Go API of skiplock's operator functions: listing and inspecting
 // jobs (jobs_list, jobs_inspect), the bulk and single-job actions (jobs_retry, jobs_cancel,
 // jobs_delete and their _many forms), queue settings (jobs_pause, jobs_resume,
-// jobs_set_concurrency, jobs_set_rate_limit), schedules, workflows (a workflow's steps,
+// jobs_set_concurrency, jobs_set_rate_limit), schedules, the subscriptions of topics
+// (jobs_subscribe, jobs_unsubscribe, jobs_subscriptions), workflows (a workflow's steps,
 // jobs_cancel_workflow, a job's outcome with jobs_result), and the metrics read by every
 // /metrics endpoint (jobs_metrics). The skiplock command, the dashboard (package ui) and the
 // Prometheus exporters all go through it, so each function's call and the scanning of its

@@ -34,6 +34,10 @@
 // the attempt budget, a unique key and a concurrency key (ConcurrencyKey: the jobs of a
 // queue that share it count together against the queue's per-key concurrency limit).
 //
+// [Publish] adds one job per subscription of a topic (fan-out: the subscriptions, a queue and
+// a kind each, are an operator's, set with the admin package or `skiplock topic subscribe`),
+// through the same kinds of [Executor], and returns their ids.
+//
 // PostgreSQL commits transactions that sent a NOTIFY one at a time, so enqueues through a
 // pool share a per-process, per-queue notify throttle: the first enqueue of a queue in a
 // window of EnqueueOpts.NotifyCooldown (NotifyCooldownDefault, 2ms) wakes the workers

@@ -13,6 +13,13 @@ package driver
 const enqueueSQL = `SELECT jobs_enqueue($1, $2, $3, coalesce($4::timestamptz, now() + $5::interval), $6, $7, $8, $9, $10::jsonb, $11,
     $12::bigint[], $13, $14)`
 
+// publishSQL calls jobs_publish(topic, payload, run_at, priority, max_attempts,
+// concurrency_key, meta) for [Publish]; notify stays true (Publish notifies inline). run_at is
+// RunAt when given, else now() + Delay by the database's clock. Relies on: one id per
+// subscription of the topic, in the order of the subscriptions by queue then kind; '{}' (not
+// NULL) without subscribers.
+const publishSQL = `SELECT jobs_publish($1, $2, coalesce($3::timestamptz, now() + $4::interval), $5, $6, $7, $8::jsonb)`
+
 // enqueueManySQL calls jobs_enqueue_many(kinds, payloads, queues, run_ats, priorities,
 // max_attempts, unique_keys, concurrency_keys, metas, notify) for [EnqueueMany]. Each job's run_at is computed in the
 // database, so Delay follows the database's clock; with no RunAt or Delay at all both arrays

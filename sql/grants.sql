@@ -1,6 +1,7 @@
 -- skiplock grants: the three roles, and the one list of which role may call which function.
 --
---   jobs_producer  adds jobs and workflows and follows their progress and results
+--   jobs_producer  adds jobs and workflows, publishes to topics (jobs_publish), and follows
+--                  their progress and results
 --   jobs_worker    claims and runs jobs; runs jobs_maintain and jobs_schedule_tick (the
 --                  driver calls them)
 --   jobs_admin     cancels, retries, deletes and prunes jobs, in bulk too; reads and tunes
@@ -8,7 +9,8 @@
 --                  limits, reads jobs_queues; manages schedules (jobs_schedule,
 --                  jobs_unschedule, jobs_schedule_set_enabled, jobs_schedule_run) and reads
 --                  jobs_schedules; lists jobs (jobs_list) and reads one in full (jobs_inspect), and a workflow's steps
---                  (jobs_workflow)
+--                  (jobs_workflow); manages and lists the subscriptions of topics
+--                  (jobs_subscribe, jobs_unsubscribe, jobs_subscriptions)
 --
 -- The functions are SECURITY DEFINER and PUBLIC may execute none of them, so these grants are
 -- the only way in: no role needs privileges on the tables. Application logins get a role with
@@ -70,6 +72,10 @@ BEGIN
             ('_jobs_enqueue_child(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean, bigint[], text, boolean, bigint, bigint, text)', '{}'),
             ('jobs_enqueue_workflow(jsonb)',                                                            '{jobs_producer}'),
             ('jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean)', '{jobs_producer}'),
+            ('jobs_subscribe(text, text, text)',                                                        '{jobs_admin}'),
+            ('jobs_unsubscribe(text, text, text)',                                                      '{jobs_admin}'),
+            ('jobs_subscriptions(text)',                                                                '{jobs_admin}'),
+            ('jobs_publish(text, jsonb, timestamptz, integer, integer, text, jsonb, boolean)',          '{jobs_producer}'),
             ('jobs_notify(text)',                                                                       '{jobs_producer}'),
             ('_jobs_claim_limited(text, integer, text[], interval, boolean, text[], integer[])',         '{}'),
             ('_jobs_parent_results(bigint, bigint[])',                                                  '{}'),

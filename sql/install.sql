@@ -28,6 +28,10 @@
 {{ template "functions/jobs_enqueue.sql" . }}
 {{ template "functions/jobs_enqueue_workflow.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
+{{ template "functions/jobs_subscribe.sql" . }}
+{{ template "functions/jobs_unsubscribe.sql" . }}
+{{ template "functions/jobs_subscriptions.sql" . }}
+{{ template "functions/jobs_publish.sql" . }}
 {{ template "functions/jobs_notify.sql" . }}
 {{ template "functions/_jobs_parent_results.sql" . }}
 {{ template "functions/_jobs_claim_take.sql" . }}

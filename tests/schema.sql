@@ -3697,6 +3697,77 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) IS 'skiplock: deletes finished (done, cancelled; dead if include_dead) jobs older than older_than, at most max_jobs per call.';
 
+CREATE FUNCTION skiplock.jobs_publish(topic text, payload jsonb DEFAULT '{}'::jsonb, run_at timestamp with time zone DEFAULT now(), priority integer DEFAULT 0, max_attempts integer DEFAULT 5, concurrency_key text DEFAULT NULL::text, meta jsonb DEFAULT NULL::jsonb, notify boolean DEFAULT true) RETURNS bigint[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_queues text[];
+    v_kinds  text[];
+    v_n      integer;
+BEGIN
+    IF jobs_publish.topic IS NULL OR jobs_publish.topic = '' OR octet_length(jobs_publish.topic) > 200 THEN
+        PERFORM _jobs_invalid('jobs_publish', 'topic', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_publish.payload IS NULL THEN
+        PERFORM _jobs_invalid('jobs_publish', 'payload', 'must not be NULL (use ''{}'' for no payload)');
+    END IF;
+    IF jobs_publish.run_at IS NULL OR NOT isfinite(jobs_publish.run_at) THEN
+        PERFORM _jobs_invalid('jobs_publish', 'run_at', 'must be a finite timestamp');
+    END IF;
+    IF jobs_publish.priority IS NULL THEN
+        PERFORM _jobs_invalid('jobs_publish', 'priority', 'must not be NULL');
+    END IF;
+    IF jobs_publish.max_attempts IS NULL OR jobs_publish.max_attempts < 1 THEN
+        PERFORM _jobs_invalid('jobs_publish', 'max_attempts', 'must be at least 1');
+    END IF;
+    IF jobs_publish.concurrency_key = '' OR octet_length(jobs_publish.concurrency_key) > 200 THEN
+        PERFORM _jobs_invalid('jobs_publish', 'concurrency_key', 'must be NULL or a non-empty string of at most 200 bytes');
+    END IF;
+    IF jsonb_typeof(jobs_publish.meta) <> 'object' THEN
+        PERFORM _jobs_invalid('jobs_publish', 'meta', 'must be NULL or a JSON object');
+    END IF;
+    IF jobs_publish.notify IS NULL THEN
+        PERFORM _jobs_invalid('jobs_publish', 'notify', 'must not be NULL');
+    END IF;
+
+    -- The subscriptions, in one statement: one snapshot, so one moment (see Promises). They
+    -- satisfy jobs_enqueue's checks of kind and queue by their table's constraints.
+    SELECT coalesce(array_agg(s.queue ORDER BY s.queue, s.kind), '{}'),
+           coalesce(array_agg(s.kind ORDER BY s.queue, s.kind), '{}'),
+           count(*)
+    INTO v_queues, v_kinds, v_n
+    FROM jobs_topic_subscriptions s
+    WHERE s.topic = jobs_publish.topic;
+
+    IF v_n = 0 THEN
+        RETURN '{}';
+    END IF;
+    IF v_n > 100000 THEN
+        PERFORM _jobs_invalid('jobs_publish', 'topic',
+            format('has %s subscriptions, more than the 100000 jobs one call may add', v_n));
+    END IF;
+
+    RETURN ARRAY(
+        SELECT e.id
+        FROM jobs_enqueue_many(
+                 kinds            => v_kinds,
+                 payloads         => array_fill(jobs_publish.payload, ARRAY[v_n]),
+                 queues           => v_queues,
+                 run_ats          => array_fill(jobs_publish.run_at, ARRAY[v_n]),
+                 priorities       => array_fill(jobs_publish.priority, ARRAY[v_n]),
+                 max_attempts     => array_fill(jobs_publish.max_attempts, ARRAY[v_n]),
+                 concurrency_keys => array_fill(jobs_publish.concurrency_key, ARRAY[v_n]),
+                 metas            => array_fill(jobs_publish.meta, ARRAY[v_n]),
+                 notify           => jobs_publish.notify
+             ) WITH ORDINALITY AS e(id, ord)
+        ORDER BY e.ord);
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_publish(topic text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, concurrency_key text, meta jsonb, notify boolean) IS 'skiplock: adds one job per subscription of a topic (kind and queue from the subscription); returns their ids, empty without subscribers.';
+
 CREATE FUNCTION skiplock.jobs_queue_limited(queue text) RETURNS boolean
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -4580,6 +4651,66 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_stats() IS 'skiplock: per queue and state, the job count and (queued) the age of the oldest due job.';
 
+CREATE FUNCTION skiplock.jobs_subscribe(topic text, queue text, kind text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_new boolean;
+BEGIN
+    IF jobs_subscribe.topic IS NULL OR jobs_subscribe.topic = '' OR octet_length(jobs_subscribe.topic) > 200 THEN
+        PERFORM _jobs_invalid('jobs_subscribe', 'topic', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_subscribe.queue IS NULL OR jobs_subscribe.queue = '' OR octet_length(jobs_subscribe.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_subscribe', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_subscribe.kind IS NULL OR jobs_subscribe.kind = '' OR octet_length(jobs_subscribe.kind) > 200 THEN
+        PERFORM _jobs_invalid('jobs_subscribe', 'kind', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+
+    INSERT INTO jobs_topic_subscriptions (topic, queue, kind)
+    VALUES (jobs_subscribe.topic, jobs_subscribe.queue, jobs_subscribe.kind)
+    ON CONFLICT (topic, queue, kind) DO NOTHING
+    RETURNING true INTO v_new;
+    RETURN coalesce(v_new, false);
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_subscribe(topic text, queue text, kind text) IS 'skiplock: subscribes a queue and kind to a topic (jobs_publish adds one job for it); true when the subscription is new.';
+
+CREATE TABLE skiplock.jobs_topic_subscriptions (
+    topic text NOT NULL,
+    queue text NOT NULL,
+    kind text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT jobs_topic_subscriptions_kind_valid CHECK (((kind <> ''::text) AND (octet_length(kind) <= 200))),
+    CONSTRAINT jobs_topic_subscriptions_queue_valid CHECK (((queue <> ''::text) AND (octet_length(queue) <= 200))),
+    CONSTRAINT jobs_topic_subscriptions_topic_valid CHECK (((topic <> ''::text) AND (octet_length(topic) <= 200)))
+);
+
+COMMENT ON TABLE skiplock.jobs_topic_subscriptions IS 'skiplock: the subscriptions of topics (jobs_publish adds one job per row); changed only by jobs_subscribe and jobs_unsubscribe.';
+
+CREATE FUNCTION skiplock.jobs_subscriptions(topic text DEFAULT NULL::text) RETURNS SETOF skiplock.jobs_topic_subscriptions
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_subscriptions.topic = '' OR octet_length(jobs_subscriptions.topic) > 200 THEN
+        PERFORM _jobs_invalid('jobs_subscriptions', 'topic', 'must be NULL or a non-empty string of at most 200 bytes');
+    END IF;
+
+    RETURN QUERY
+    SELECT s.topic, s.queue, s.kind, s.created_at
+    FROM jobs_topic_subscriptions s
+    WHERE jobs_subscriptions.topic IS NULL OR s.topic = jobs_subscriptions.topic
+    ORDER BY s.topic, s.queue, s.kind;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_subscriptions(topic text) IS 'skiplock: lists the subscriptions of a topic (or of every topic), by topic, queue and kind.';
+
 CREATE FUNCTION skiplock.jobs_unschedule(name text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
@@ -4596,6 +4727,32 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock.jobs_unschedule(name text) IS 'skiplock: deletes a named cron schedule; returns whether it existed.';
+
+CREATE FUNCTION skiplock.jobs_unsubscribe(topic text, queue text, kind text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'skiplock', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF jobs_unsubscribe.topic IS NULL OR jobs_unsubscribe.topic = '' OR octet_length(jobs_unsubscribe.topic) > 200 THEN
+        PERFORM _jobs_invalid('jobs_unsubscribe', 'topic', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_unsubscribe.queue IS NULL OR jobs_unsubscribe.queue = '' OR octet_length(jobs_unsubscribe.queue) > 200 THEN
+        PERFORM _jobs_invalid('jobs_unsubscribe', 'queue', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+    IF jobs_unsubscribe.kind IS NULL OR jobs_unsubscribe.kind = '' OR octet_length(jobs_unsubscribe.kind) > 200 THEN
+        PERFORM _jobs_invalid('jobs_unsubscribe', 'kind', 'must be a non-empty string of at most 200 bytes');
+    END IF;
+
+    DELETE FROM jobs_topic_subscriptions s
+    WHERE s.topic = jobs_unsubscribe.topic
+      AND s.queue = jobs_unsubscribe.queue
+      AND s.kind = jobs_unsubscribe.kind;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock.jobs_unsubscribe(topic text, queue text, kind text) IS 'skiplock: removes a subscription of a topic; true when one was removed.';
 
 CREATE FUNCTION skiplock.jobs_workflow(workflow_id bigint) RETURNS TABLE(id bigint, workflow_step text, kind text, queue text, state skiplock.jobs_state, depends_on bigint[], attempts integer, max_attempts integer, last_error text, progress jsonb, finished_at timestamp with time zone)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -4789,6 +4946,9 @@ ALTER TABLE ONLY skiplock.jobs_schedules
 ALTER TABLE ONLY skiplock.jobs_settings
     ADD CONSTRAINT jobs_settings_pkey PRIMARY KEY (singleton);
 
+ALTER TABLE ONLY skiplock.jobs_topic_subscriptions
+    ADD CONSTRAINT jobs_topic_subscriptions_pkey PRIMARY KEY (topic, queue, kind);
+
 ALTER TABLE ONLY skiplock.jobs_unique_keys
     ADD CONSTRAINT jobs_unique_key_idx PRIMARY KEY (queue, unique_key);
 
@@ -4978,6 +5138,9 @@ GRANT ALL ON FUNCTION skiplock.jobs_progress(id bigint, attempt integer, progres
 REVOKE ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_prune(older_than interval, include_dead boolean, max_jobs integer) TO jobs_admin;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_publish(topic text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, concurrency_key text, meta jsonb, notify boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_publish(topic text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, concurrency_key text, meta jsonb, notify boolean) TO jobs_producer;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_queue_limited(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_queue_limited(queue text) TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_queue_limited(queue text) TO jobs_admin;
@@ -5034,8 +5197,17 @@ REVOKE ALL ON FUNCTION skiplock.jobs_stats() FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_stats() TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_stats() TO jobs_admin;
 
+REVOKE ALL ON FUNCTION skiplock.jobs_subscribe(topic text, queue text, kind text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_subscribe(topic text, queue text, kind text) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_subscriptions(topic text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_subscriptions(topic text) TO jobs_admin;
+
 REVOKE ALL ON FUNCTION skiplock.jobs_unschedule(name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_unschedule(name text) TO jobs_admin;
+
+REVOKE ALL ON FUNCTION skiplock.jobs_unsubscribe(topic text, queue text, kind text) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_unsubscribe(topic text, queue text, kind text) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_workflow(workflow_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_workflow(workflow_id bigint) TO jobs_admin;

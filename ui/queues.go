@@ -128,7 +128,7 @@ func (h *Handler) queueDetail(w http.ResponseWriter, r *http.Request) {
 			q = row
 		}
 	}
-	topics, err := h.admin.Subscriptions(r.Context(), nil)
+	topics, err := h.admin.Subscriptions(r.Context(), "")
 	if err != nil {
 		h.fail(w, r, "failed to read the topic subscriptions", err)
 		return

@@ -209,6 +209,30 @@ func TestInvalidArguments(t *testing.T) {
 		{name: "ScheduleRun10001Chars", sql: "SELECT jobs_schedule_run($1)", args: []any{long}, fn: "jobs_schedule_run", param: "name"},
 		{name: "ScheduleSetEnabledUnknown", sql: "SELECT jobs_schedule_set_enabled('s', true)", fn: "jobs_schedule_set_enabled", param: "name"},
 
+		// Topics: topic, queue and kind are 1 to 200 bytes, counted in bytes; jobs_publish
+		// checks the job fields as jobs_enqueue does.
+		{name: "SubscribeTopicEmpty", sql: "SELECT jobs_subscribe('', 'q', 'k')", fn: "jobs_subscribe", param: "topic"},
+		{name: "SubscribeTopic201Bytes", sql: "SELECT jobs_subscribe(repeat('t', 201), 'q', 'k')", fn: "jobs_subscribe", param: "topic"},
+		{name: "SubscribeTopic101TwoByteChars", sql: "SELECT jobs_subscribe(repeat('é', 101), 'q', 'k')", fn: "jobs_subscribe", param: "topic"},
+		{name: "SubscribeQueueEmpty", sql: "SELECT jobs_subscribe('t', '', 'k')", fn: "jobs_subscribe", param: "queue"},
+		{name: "SubscribeQueue10001Chars", sql: "SELECT jobs_subscribe('t', $1, 'k')", args: []any{long}, fn: "jobs_subscribe", param: "queue"},
+		{name: "SubscribeKindEmpty", sql: "SELECT jobs_subscribe('t', 'q', '')", fn: "jobs_subscribe", param: "kind"},
+		{name: "SubscribeKind201Bytes", sql: "SELECT jobs_subscribe('t', 'q', repeat('k', 201))", fn: "jobs_subscribe", param: "kind"},
+		{name: "UnsubscribeTopicEmpty", sql: "SELECT jobs_unsubscribe('', 'queued', 'k')", fn: "jobs_unsubscribe", param: "topic"},
+		{name: "UnsubscribeQueue201Bytes", sql: "SELECT jobs_unsubscribe('t', repeat('q', 201), 'k')", fn: "jobs_unsubscribe", param: "queue"},
+		{name: "UnsubscribeKindEmpty", sql: "SELECT jobs_unsubscribe('t', 'queued', '')", fn: "jobs_unsubscribe", param: "kind"},
+		{name: "SubscriptionsTopicEmpty", sql: "SELECT * FROM jobs_subscriptions('')", fn: "jobs_subscriptions", param: "topic"},
+		{name: "SubscriptionsTopic201Bytes", sql: "SELECT * FROM jobs_subscriptions(repeat('t', 201))", fn: "jobs_subscriptions", param: "topic"},
+		{name: "PublishTopicEmpty", sql: "SELECT jobs_publish('')", fn: "jobs_publish", param: "topic"},
+		{name: "PublishTopic10001Chars", sql: "SELECT jobs_publish($1)", args: []any{long}, fn: "jobs_publish", param: "topic"},
+		{name: "PublishRunAtInfinity", sql: "SELECT jobs_publish('t', run_at => 'infinity')", fn: "jobs_publish", param: "run_at"},
+		{name: "PublishMaxAttemptsZero", sql: "SELECT jobs_publish('t', max_attempts => 0)", fn: "jobs_publish", param: "max_attempts"},
+		{name: "PublishMaxAttemptsMinInt", sql: "SELECT jobs_publish('t', max_attempts => $1)", args: []any{int32(minInt32)}, fn: "jobs_publish", param: "max_attempts"},
+		{name: "PublishConcurrencyKeyEmpty", sql: "SELECT jobs_publish('t', concurrency_key => '')", fn: "jobs_publish", param: "concurrency_key"},
+		{name: "PublishConcurrencyKey201Bytes", sql: "SELECT jobs_publish('t', concurrency_key => repeat('c', 201))", fn: "jobs_publish", param: "concurrency_key"},
+		{name: "PublishMetaArray", sql: "SELECT jobs_publish('t', meta => '[1]')", fn: "jobs_publish", param: "meta"},
+		{name: "PublishBadFieldWithoutSubscribers", sql: "SELECT jobs_publish('nobody', max_attempts => 0)", fn: "jobs_publish", param: "max_attempts"},
+
 		// jobs_set_shard: shard numbers are 0..1023 (the low 10 bits of every id); not
 		// with unfinished jobs whose id a router could not reach (55000).
 		{name: "SetShardNull", sql: "SELECT jobs_set_shard(NULL)", fn: "jobs_set_shard", param: "shard"},

@@ -121,6 +121,8 @@ func newFixture(t *testing.T) *fixture {
 		"SELECT jobs_fail(6, 1, 'boom')",
 		"SELECT jobs_enqueue('k', queue => 'u', unique_key => 'dup')",
 		"SELECT jobs_schedule('fixed', '0 3 * * *', 'k', queue => 'queued', enabled => false)",
+		// A topic with one subscriber: a bad publish let through would add a job.
+		"SELECT jobs_subscribe('t', 'queued', 'k')",
 	} {
 		mustCall(t, c, sql)
 	}
@@ -355,6 +357,29 @@ var publicFuncs = []sqlFunc{
 	}},
 	{"jobs_inspect", []sqlParam{
 		{name: "id", typ: "bigint", valid: "1"},
+	}},
+	{"jobs_subscribe", []sqlParam{
+		{name: "topic", typ: "text", valid: "'t'"},
+		{name: "queue", typ: "text", valid: "'queued'"},
+		{name: "kind", typ: "text", valid: "'k2'"},
+	}},
+	{"jobs_unsubscribe", []sqlParam{
+		{name: "topic", typ: "text", valid: "'t'"},
+		{name: "queue", typ: "text", valid: "'queued'"},
+		{name: "kind", typ: "text", valid: "'k'"},
+	}},
+	{"jobs_subscriptions", []sqlParam{
+		{name: "topic", typ: "text", valid: "'t'", nullable: true},
+	}},
+	{"jobs_publish", []sqlParam{
+		{name: "topic", typ: "text", valid: "'t'"},
+		{name: "payload", typ: "jsonb", valid: `'{"a": 1}'`},
+		{name: "run_at", typ: "timestamptz", valid: "now()"},
+		{name: "priority", typ: "integer", valid: "0"},
+		{name: "max_attempts", typ: "integer", valid: "5"},
+		{name: "concurrency_key", typ: "text", valid: "'ck'", nullable: true},
+		{name: "meta", typ: "jsonb", valid: `'{"m": "1"}'`, nullable: true},
+		{name: "notify", typ: "boolean", valid: "true"},
 	}},
 	{"jobs_list", []sqlParam{
 		{name: "state", typ: "jobs_state", valid: "'dead'", nullable: true},

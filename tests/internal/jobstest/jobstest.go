@@ -16,7 +16,8 @@ func TableChecksum(t testing.TB, q pgtest.Querier) string {
 	t.Helper()
 	const sql = `SELECT coalesce((SELECT md5(string_agg(j::text, ',' ORDER BY j.id)) FROM jobs j), 'no jobs')
 	        || '/' || coalesce((SELECT md5(string_agg(s::text, ',')) FROM jobs_settings s), 'no settings')
-	        || '/' || coalesce((SELECT md5(string_agg(c::text, ',' ORDER BY c.name)) FROM jobs_schedules c), 'no schedules')`
+	        || '/' || coalesce((SELECT md5(string_agg(c::text, ',' ORDER BY c.name)) FROM jobs_schedules c), 'no schedules')
+	        || '/' || coalesce((SELECT md5(string_agg(s::text, ',' ORDER BY s.topic, s.queue, s.kind)) FROM jobs_topic_subscriptions s), 'no subscriptions')`
 	return pgtest.QueryOne[string](t, q, sql)
 }
 

@@ -406,3 +406,35 @@ SELECT jobs_complete(2518, 2, '{"rows": 200}');
 SELECT * FROM jobs_result(2518);
 SELECT * FROM jobs_result(2519);
 SELECT * FROM jobs_result(999999);
+
+-- ## jobs_subscribe
+-- ex: subscribe
+SELECT jobs_subscribe('order_placed', 'mail', 'send_receipt');
+SELECT jobs_subscribe('order_placed', 'billing', 'charge_card');
+SELECT jobs_subscribe('order_placed', 'mail', 'send_receipt');
+-- ex: subscribe-error
+SELECT jobs_subscribe('order_placed', 'mail', '');
+
+-- ## jobs_subscriptions
+-- ex: subscriptions
+-- doc: SELECT * FROM jobs_subscriptions('order_placed');
+SELECT topic, queue, kind, created_at <= now() AS created FROM jobs_subscriptions('order_placed');
+
+-- ## jobs_publish
+-- ex: publish
+SELECT jobs_publish('order_placed', '{"order": 42}');
+SELECT id, queue, kind, payload FROM jobs WHERE payload = '{"order": 42}' ORDER BY id;
+SELECT jobs_publish('nobody_listens', '{"order": 42}');
+-- ex: publish-transaction
+BEGIN;
+SELECT jobs_publish('order_placed', '{"order": 43}', priority => 5);
+ROLLBACK;
+SELECT count(*) FROM jobs WHERE payload = '{"order": 43}';
+-- ex: publish-error
+SELECT jobs_publish('order_placed', max_attempts => 0);
+
+-- ## jobs_unsubscribe
+-- ex: unsubscribe
+SELECT jobs_unsubscribe('order_placed', 'billing', 'charge_card');
+SELECT jobs_unsubscribe('order_placed', 'billing', 'charge_card');
+SELECT jobs_publish('order_placed', '{"order": 44}');
