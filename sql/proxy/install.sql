@@ -20,6 +20,11 @@
 {{ template "functions/jobs_enqueue_workflow.sql" . }}
 {{ template "functions/_jobs_proxy_enqueue_many_on.sql" . }}
 {{ template "functions/jobs_enqueue_many.sql" . }}
+{{ template "functions/jobs_subscribe.sql" . }}
+{{ template "functions/jobs_unsubscribe.sql" . }}
+{{ template "functions/jobs_subscriptions.sql" . }}
+{{ template "functions/_jobs_proxy_topic_subscriptions.sql" . }}
+{{ template "functions/jobs_publish.sql" . }}
 {{ template "functions/jobs_notify.sql" . }}
 {{ template "functions/jobs_claim_on.sql" . }}
 {{ template "functions/jobs_claim.sql" . }}

@@ -230,6 +230,47 @@ export class Client {
     return Object.fromEntries(res.rows.map((r) => [r.name, toId(r.id)]));
   }
 
+  /**
+   * jobs_publish: adds one job per subscription of topic (fan-out), of the subscription's kind
+   * in its queue, all with this payload and opts {runAt, delay (ms, by the database's clock),
+   * priority, maxAttempts, concurrencyKey, meta}. Returns their ids in the order of the
+   * subscriptions by queue, then kind; [] for a topic without subscribers. Pass {db} (a client
+   * inside the caller's transaction) to publish atomically with the caller's own writes.
+   */
+  async publish(topic, payload, opts = {}, { db } = {}) {
+    const a = new Args()
+      .add('topic', topic === undefined ? null : topic)
+      .add('payload', payload === undefined ? undefined : JSON.stringify(payload), (n) => `$${n}::jsonb`)
+      .add('run_at', opts.runAt, (n) => `$${n}::timestamptz`)
+      .add('run_at', opts.runAt === undefined ? opts.delay : undefined, (n) => `now() + ${interval(n)}`)
+      .add('priority', opts.priority)
+      .add('max_attempts', opts.maxAttempts)
+      .add('concurrency_key', opts.concurrencyKey)
+      .add('meta', opts.meta === undefined ? undefined : JSON.stringify(opts.meta), (n) => `$${n}::jsonb`);
+    const res = await this.call('jobs_publish', `SELECT jobs_publish(${a}) AS ids`, a.values, db);
+    return res.rows[0].ids.map(toId);
+  }
+
+  /**
+   * jobs_subscribe (an operator's call, for jobs_admin): each later publish of topic adds a job
+   * of kind to queue. true when the subscription is new, false when it existed already.
+   */
+  async subscribe(topic, queue, kind, { db } = {}) {
+    const a = new Args().add('topic', topic ?? null).add('queue', queue ?? null).add('kind', kind ?? null);
+    const res = await this.call('jobs_subscribe', `SELECT jobs_subscribe(${a}) AS ok`, a.values, db);
+    return res.rows[0].ok;
+  }
+
+  /**
+   * jobs_unsubscribe (for jobs_admin): later publishes of topic add no job for queue and kind;
+   * jobs already published stay. true when one was removed.
+   */
+  async unsubscribe(topic, queue, kind, { db } = {}) {
+    const a = new Args().add('topic', topic ?? null).add('queue', queue ?? null).add('kind', kind ?? null);
+    const res = await this.call('jobs_unsubscribe', `SELECT jobs_unsubscribe(${a}) AS ok`, a.values, db);
+    return res.rows[0].ok;
+  }
+
   /** jobs_cancel_workflow: cancels the workflow's jobs not yet finished; returns how many. */
   async cancelWorkflow(workflowId, { db } = {}) {
     const res = await this.call('jobs_cancel_workflow', 'SELECT jobs_cancel_workflow(workflow_id => $1) AS n',

@@ -44,6 +44,20 @@ export interface EnqueueOptions {
   notifyFinished?: boolean;
 }
 
+/** The options of the jobs Client.publish adds, the same for each (queue and kind are each subscription's). */
+export interface PublishOptions {
+  /** When the jobs are ready. Defaults to now. */
+  runAt?: Date;
+  /** ms from the database's now(), instead of runAt. */
+  delay?: number;
+  /** Defaults to 0. */
+  priority?: number;
+  /** Defaults to 5. */
+  maxAttempts?: number;
+  concurrencyKey?: string;
+  meta?: unknown;
+}
+
 /** One job of Client.enqueueMany. */
 export interface EnqueueManyJob {
   kind: string;
@@ -180,6 +194,12 @@ export class Client {
   enqueueMany(jobs: EnqueueManyJob[], options?: DbOption): Promise<number[]>;
   /** Returns the ids by step name. */
   enqueueWorkflow(steps: WorkflowStep[], options?: DbOption): Promise<{ [name: string]: number }>;
+  /** One job per subscription of the topic; the ids in the order of the subscriptions by queue, then kind ([] without subscribers). */
+  publish(topic: string, payload?: unknown, opts?: PublishOptions, options?: DbOption): Promise<number[]>;
+  /** For jobs_admin. true when the subscription is new. */
+  subscribe(topic: string, queue: string, kind: string, options?: DbOption): Promise<boolean>;
+  /** For jobs_admin. true when a subscription was removed. */
+  unsubscribe(topic: string, queue: string, kind: string, options?: DbOption): Promise<boolean>;
   /** Returns how many jobs it cancelled. */
   cancelWorkflow(workflowId: number, options?: DbOption): Promise<number>;
   claim(opts: ClaimOptions, options?: DbOption): Promise<Job[]>;

@@ -378,3 +378,45 @@ test('outcome_retried_after_connection_loss', async (t) => {
   assert.deepEqual(rows, { fail: [1, 1, 1], snooze: [1, 2, 0], cancel: [1, 1, 1] });
   assert.deepEqual([worker.stats.failed, worker.stats.snoozed, worker.stats.cancelled, worker.stats.fenced], [1, 1, 1, 0]);
 });
+
+test('publish_fans_out_one_job_per_subscription', async (t) => {
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('publish');
+  const other = `${queue}-b`;
+  const topic = `${queue}-topic`;
+  assert.equal(await client.subscribe(topic, queue, 'receipt'), true);
+  assert.equal(await client.subscribe(topic, queue, 'receipt'), false);
+  assert.equal(await client.subscribe(topic, other, 'charge'), true);
+
+  const ids = await client.publish(topic, { order: 7 }, { priority: 3, concurrencyKey: 'c1' });
+  assert.equal(ids.length, 2);
+  assert.ok(ids.every((id) => typeof id === 'number'));
+  const rows = [];
+  for (const id of ids) {
+    const res = await conn.query('SELECT queue, kind, payload, priority, concurrency_key FROM jobs WHERE id = $1', [id]);
+    rows.push(res.rows[0]);
+  }
+  // In the order of the subscriptions: queue, then kind.
+  assert.deepEqual(rows, [
+    { queue, kind: 'receipt', payload: { order: 7 }, priority: 3, concurrency_key: 'c1' },
+    { queue: other, kind: 'charge', payload: { order: 7 }, priority: 3, concurrency_key: 'c1' },
+  ]);
+  assert.deepEqual(await client.publish(`${queue}-nobody`), []);
+
+  // In the caller's transaction: a rollback leaves no job.
+  await conn.query('BEGIN');
+  const rolledBack = await client.publish(topic, {}, {}, { db: conn });
+  await conn.query('ROLLBACK');
+  assert.equal(rolledBack.length, 2);
+  for (const id of rolledBack) assert.equal(await client.get(id), null);
+
+  assert.equal(await client.unsubscribe(topic, other, 'charge'), true);
+  assert.equal(await client.unsubscribe(topic, other, 'charge'), false);
+  assert.equal((await client.publish(topic)).length, 1);
+  await assert.rejects(client.publish(topic, {}, { maxAttempts: 0 }), (err) => {
+    assert.ok(err instanceof InvalidArgumentError, `got ${err}`);
+    assert.equal(err.parameter, 'max_attempts');
+    return true;
+  });
+});

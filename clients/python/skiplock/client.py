@@ -368,6 +368,45 @@ class Client:
         rows = self._call("jobs_enqueue_workflow", [arg], conn, scalar=False, many=True)
         return {r["name"]: r["id"] for r in rows}
 
+    def publish(self, topic: str, payload: Any = None, *, run_at: datetime | None = None,
+                delay: timedelta | None = None, priority: int | None = None,
+                max_attempts: int | None = None, concurrency_key: str | None = None,
+                meta: dict | None = None, conn: psycopg.Connection | None = None) -> list[int]:
+        """jobs_publish: adds one job per subscription of ``topic`` (fan-out), of the
+        subscription's kind in its queue, all with this payload and these options, and
+        returns their ids in the order of the subscriptions by queue, then kind; [] for a
+        topic without subscribers. Pass ``conn`` (in a transaction) to publish atomically
+        with the caller's own writes. ``delay`` is run_at = now() + delay, counted by the
+        server's clock; give run_at or delay, not both."""
+        if run_at is not None and delay is not None:
+            raise ValueError("publish: give run_at or delay, not both")
+        args = [
+            _Arg("topic", topic, "text"),
+            _Arg("payload", _jsonb(payload), "jsonb"),
+            _Arg("run_at", run_at, "timestamptz"),
+            _Arg("run_at", delay, "", sql="now() + %(run_at)s::interval"),
+            _Arg("priority", priority, "integer"),
+            _Arg("max_attempts", max_attempts, "integer"),
+            _Arg("concurrency_key", concurrency_key, "text"),
+            _Arg("meta", _jsonb(meta), "jsonb"),
+        ]
+        return list(self._call("jobs_publish", args, conn, scalar=True, many=False))
+
+    def subscribe(self, topic: str, queue: str, kind: str, *,
+                  conn: psycopg.Connection | None = None) -> bool:
+        """jobs_subscribe (an operator's call, for jobs_admin): each later publish of
+        ``topic`` adds a job of ``kind`` to ``queue``. True when the subscription is new,
+        False when it existed already."""
+        args = [_Arg("topic", topic, "text"), _Arg("queue", queue, "text"), _Arg("kind", kind, "text")]
+        return bool(self._call("jobs_subscribe", args, conn, scalar=True, many=False))
+
+    def unsubscribe(self, topic: str, queue: str, kind: str, *,
+                    conn: psycopg.Connection | None = None) -> bool:
+        """jobs_unsubscribe (for jobs_admin): later publishes of ``topic`` add no job for
+        ``queue`` and ``kind``; jobs already published stay. True when one was removed."""
+        args = [_Arg("topic", topic, "text"), _Arg("queue", queue, "text"), _Arg("kind", kind, "text")]
+        return bool(self._call("jobs_unsubscribe", args, conn, scalar=True, many=False))
+
     def cancel_workflow(self, workflow_id: int, *, conn: psycopg.Connection | None = None) -> int:
         """jobs_cancel_workflow: cancels every unfinished job of the workflow (running
         ones too: their holders' results are then refused) and returns how many."""

@@ -248,3 +248,29 @@ def test_outcome_retried_after_connection_loss(client, db_url, conn, queue):
     # one failure entry each; a snooze recorded twice would have raised max_attempts twice
     assert rows == {"fail": (1, 1, 1), "snooze": (1, 2, 0), "cancel": (1, 1, 1)}
     assert (w.stats.failed, w.stats.snoozed, w.stats.cancelled, w.stats.fenced) == (1, 1, 1, 0)
+
+
+def test_publish_fans_out_one_job_per_subscription(client, db_url, conn, queue):
+    topic = queue + "-topic"
+    other = queue + "-b"
+    assert client.subscribe(topic, queue, "receipt") is True
+    assert client.subscribe(topic, queue, "receipt") is False
+    assert client.subscribe(topic, other, "charge") is True
+    ids = client.publish(topic, {"order": 7}, priority=3, concurrency_key="c1")
+    assert len(ids) == 2
+    rows = [conn.execute("SELECT queue, kind, payload, priority, concurrency_key FROM jobs WHERE id = %s",
+                         (i,)).fetchone() for i in ids]
+    # in the order of the subscriptions: queue, then kind
+    assert rows == [(queue, "receipt", {"order": 7}, 3, "c1"), (other, "charge", {"order": 7}, 3, "c1")]
+    assert client.publish(queue + "-nobody") == []
+    # in the caller's transaction: a rollback leaves no job
+    with psycopg.connect(db_url) as tx:
+        rolled_back = client.publish(topic, conn=tx)
+        tx.rollback()
+    assert len(rolled_back) == 2 and all(client.get(i) is None for i in rolled_back)
+    assert client.unsubscribe(topic, other, "charge") is True
+    assert client.unsubscribe(topic, other, "charge") is False
+    assert len(client.publish(topic)) == 1
+    with pytest.raises(skiplock.InvalidArgument) as e:
+        client.publish(topic, max_attempts=0)
+    assert e.value.parameter == "max_attempts"

@@ -44,6 +44,9 @@ async function main(): Promise<void> {
   ];
   const ids: { [name: string]: number } = await client.enqueueWorkflow(steps);
   const cancelled: number = await client.cancelWorkflow(ids.fetch);
+  const published: number[] = await client.publish('order_placed', { order: 1 }, { priority: 1, delay: 1000 });
+  const subscribed: boolean = await client.subscribe('order_placed', 'mail', 'receipt');
+  const unsubscribed: boolean = await client.unsubscribe('order_placed', 'mail', 'receipt');
 
   // Results and waiting.
   const waitOpts: WaitOptions = { timeout: 30_000, pollInterval: WAIT_POLL_INTERVAL_DEFAULT };
