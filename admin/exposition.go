@@ -56,16 +56,22 @@ var MetricDefs = []MetricDef{
 			return *m.OldestReadyAgeS, true
 		}},
 	{"skiplock_queue_paused", "1 when the queue is paused (jobs_pause), else 0.", Gauge, true,
-		func(m *QueueMetrics) (float64, bool) {
-			if m.Paused {
-				return 1, true
-			}
-			return 0, true
-		}},
+		func(m *QueueMetrics) (float64, bool) { return flag(m.Paused), true }},
+	{"skiplock_queue_fair", "1 when claims share the queue round-robin between concurrency keys (jobs_set_concurrency's fair), else 0.", Gauge, true,
+		func(m *QueueMetrics) (float64, bool) { return flag(m.Fair), true }},
+	{"skiplock_queue_ordered", "1 when the jobs of each concurrency key run one at a time in enqueue order (jobs_set_concurrency's ordered), else 0.", Gauge, true,
+		func(m *QueueMetrics) (float64, bool) { return flag(m.Ordered), true }},
 	{"skiplock_queue_max_running_jobs", "The queue's concurrency limit (jobs_set_concurrency); absent when it has none.", Gauge, true,
 		func(m *QueueMetrics) (float64, bool) { return optional(m.MaxRunning) }},
 	{"skiplock_jobs_created_total", "Jobs ever created, from the jobs.id sequence (jobs_metrics().jobs_created_total): its rate is the enqueue rate.", Counter, false,
 		func(m *QueueMetrics) (float64, bool) { return optional(m.JobsCreatedTotal) }},
+}
+
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func optional[T int32 | int64](v *T) (float64, bool) {

@@ -36,12 +36,19 @@ type QueueMetrics struct {
 	// SetRateLimit takes back; PerS is the same in seconds.
 	Per  *string  `json:"-"`
 	PerS *float64 `json:"per_s"`
+	// Fair, Ordered and RatePerKey are the queue's switches (jobs_queues): claims take ready
+	// jobs round-robin across concurrency keys; jobs sharing a key run one at a time in
+	// enqueue order; the rate limit counts starts per key. False on the totals row.
+	Fair       bool `json:"fair"`
+	Ordered    bool `json:"ordered"`
+	RatePerKey bool `json:"rate_per_key"`
 }
 
 const metricsSQL = `SELECT queue, coalesce(ready, 0), coalesce(scheduled, 0), coalesce(running, 0),
     coalesce(running_expired, 0), coalesce(dead, 0), coalesce(cancelled, 0), done_estimate, oldest_ready_age_s,
     jobs_created_total, coalesce(paused, false), max_running, per_key, max_starts, per::text,
-    extract(epoch FROM per)::float8, coalesce(waiting, 0)
+    extract(epoch FROM per)::float8, coalesce(waiting, 0), coalesce(fair, false), coalesce(ordered, false),
+    coalesce(rate_per_key, false)
 FROM %s()`
 
 // Metrics calls jobs_metrics: the queues in name order, and the totals row (every queue's
@@ -56,7 +63,7 @@ func (c *Client) Metrics(ctx context.Context) (queues []QueueMetrics, total Queu
 		var m QueueMetrics
 		err := r.Scan(&m.Queue, &m.Ready, &m.Scheduled, &m.Running, &m.RunningExpired, &m.Dead, &m.Cancelled,
 			&m.DoneEstimate, &m.OldestReadyAgeS, &m.JobsCreatedTotal, &m.Paused, &m.MaxRunning, &m.PerKey,
-			&m.MaxStarts, &m.Per, &m.PerS, &m.Waiting)
+			&m.MaxStarts, &m.Per, &m.PerS, &m.Waiting, &m.Fair, &m.Ordered, &m.RatePerKey)
 		return m, err
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -29,16 +30,43 @@ func rowOf(m admin.QueueMetrics) queueRow {
 // Limits describes the queue's flow-control settings in words, "" when it has none.
 func (q queueRow) Limits() string {
 	var parts []string
+	if c := q.Concurrency(); c != "" {
+		parts = append(parts, c)
+	}
+	if q.Fair {
+		parts = append(parts, "fair")
+	}
+	if q.Ordered {
+		parts = append(parts, "ordered")
+	}
+	if r := q.Rate(); r != "" {
+		parts = append(parts, r)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Concurrency describes the concurrency limits, "" when the queue has none.
+func (q queueRow) Concurrency() string {
+	var parts []string
 	if q.MaxRunning != nil {
 		parts = append(parts, fmt.Sprintf("max %d running", *q.MaxRunning))
 	}
 	if q.PerKey != nil {
 		parts = append(parts, fmt.Sprintf("%d per key", *q.PerKey))
 	}
-	if q.MaxStarts != nil && q.Per != nil {
-		parts = append(parts, fmt.Sprintf("%d starts per %s", *q.MaxStarts, *q.Per))
-	}
 	return strings.Join(parts, ", ")
+}
+
+// Rate describes the rate limit, "" when the queue has none.
+func (q queueRow) Rate() string {
+	if q.MaxStarts == nil || q.Per == nil {
+		return ""
+	}
+	r := fmt.Sprintf("%d starts per %s", *q.MaxStarts, *q.Per)
+	if q.RatePerKey {
+		r += " per key"
+	}
+	return r
 }
 
 // OldestAge is the age of the oldest ready job, rounded for display; "" when none is ready.
@@ -61,6 +89,13 @@ func (h *Handler) queueMetrics(ctx context.Context) ([]queueRow, *queueRow, erro
 	}
 	t := rowOf(total)
 	return queues, &t, nil
+}
+
+// queuePage is the queue page: the queue's row of jobs_metrics and the topic subscriptions
+// whose jobs go to the queue.
+type queuePage struct {
+	queueRow
+	Topics []admin.Subscription
 }
 
 type overviewData struct {
@@ -93,7 +128,18 @@ func (h *Handler) queueDetail(w http.ResponseWriter, r *http.Request) {
 			q = row
 		}
 	}
-	h.render(w, r, "queue", page{Title: "Queue " + name, Nav: "overview", Data: q})
+	topics, err := h.admin.Subscriptions(r.Context(), "")
+	if err != nil {
+		h.fail(w, r, "failed to read the topic subscriptions", err)
+		return
+	}
+	data := queuePage{queueRow: q}
+	for _, s := range topics {
+		if s.Queue == name {
+			data.Topics = append(data.Topics, s)
+		}
+	}
+	h.render(w, r, "queue", page{Title: "Queue " + name, Nav: "overview", Data: data})
 }
 
 func (h *Handler) queuePause(w http.ResponseWriter, r *http.Request) {
@@ -108,21 +154,44 @@ func (h *Handler) queueResume(w http.ResponseWriter, r *http.Request) {
 	h.redirectBack(w, r, "/", pick(changed, "resumed queue "+queue, "queue "+queue+" was not paused"), err)
 }
 
-// queueConcurrency sets max_running and per_key; an empty field is NULL (no limit).
+// queueConcurrency sets max_running and per_key (an empty field is NULL: no limit) and, when
+// the form has them, fair and ordered (a form without the field leaves the setting as it is).
 func (h *Handler) queueConcurrency(w http.ResponseWriter, r *http.Request) {
 	queue := r.PostForm.Get("queue")
 	maxRunning, err1 := optionalInt(r.PostForm.Get("max_running"), "max_running")
 	perKey, err2 := optionalInt(r.PostForm.Get("per_key"), "per_key")
-	if err := firstErr(err1, err2); err != nil {
+	fair, err3 := checkbox(r.PostForm, "fair")
+	ordered, err4 := checkbox(r.PostForm, "ordered")
+	if err := firstErr(err1, err2, err3, err4); err != nil {
 		h.redirectBack(w, r, "/", "", err)
 		return
 	}
-	err := h.admin.SetConcurrency(r.Context(), queue, maxRunning, perKey)
+	err := h.admin.SetConcurrency(r.Context(), queue, maxRunning, perKey, admin.ConcurrencyOpts{Fair: fair, Ordered: ordered})
 	h.redirectBack(w, r, "/", "set the concurrency limits of queue "+queue, err)
 }
 
+// checkbox reads a switch of a form: nil when the form lacks the field. A form sends a hidden
+// name=off before the checkbox name=on, so the last value is the box's state ("on" or "off";
+// "true" and "false" are taken too).
+func checkbox(form url.Values, name string) (*bool, error) {
+	vals := form[name]
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	var on bool
+	switch v := vals[len(vals)-1]; v {
+	case "on", "true":
+		on = true
+	case "off", "false", "":
+	default:
+		return nil, badInput("%s must be on or off, got %q", name, v)
+	}
+	return &on, nil
+}
+
 // queueRate sets max_starts per "per" (a Go duration such as 1s or 1m, or a PostgreSQL
-// interval); an empty max_starts removes the limit.
+// interval), counted per concurrency key when rate_per_key is on; an empty max_starts removes
+// the limit.
 func (h *Handler) queueRate(w http.ResponseWriter, r *http.Request) {
 	queue := r.PostForm.Get("queue")
 	maxStarts, err := optionalInt(r.PostForm.Get("max_starts"), "max_starts")
@@ -137,7 +206,12 @@ func (h *Handler) queueRate(w http.ResponseWriter, r *http.Request) {
 		}
 		per = &p
 	}
-	err = h.admin.SetRateLimit(r.Context(), queue, maxStarts, per)
+	perKey, err := checkbox(r.PostForm, "rate_per_key")
+	if err != nil {
+		h.redirectBack(w, r, "/", "", err)
+		return
+	}
+	err = h.admin.SetRateLimit(r.Context(), queue, maxStarts, per, admin.RateLimitOpts{PerKey: perKey != nil && *perKey && maxStarts != nil})
 	h.redirectBack(w, r, "/", "set the rate limit of queue "+queue, err)
 }
 

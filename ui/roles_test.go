@@ -15,7 +15,8 @@ import (
 
 // TestAsJobsAdmin: the dashboard works as a login that has only jobs_admin (no table access
 // but SELECT on jobs_queues, jobs_schedules and jobs_settings): every page loads, the job page
-// shows the payload (through jobs_inspect), and every action works.
+// shows the payload (through jobs_inspect), the queue page its topics (jobs_subscriptions),
+// and every action works, fair, ordered and the per-key rate included.
 func TestAsJobsAdmin(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewTestDB(t)
@@ -23,6 +24,7 @@ func TestAsJobsAdmin(t *testing.T) {
 	pgtest.MustExec(t, db.Conn, `SELECT jobs_enqueue_many(ARRAY['deliver', 'deliver'], queues => ARRAY['hooks', 'hooks'], max_attempts => ARRAY[1, 1])`)
 	pgtest.MustExec(t, db.Conn, `SELECT jobs_fail(c.id, c.attempt, 'boom') FROM jobs_claim('w', 10, ARRAY['hooks']) c`)
 	pgtest.MustExec(t, db.Conn, `SELECT jobs_schedule('nightly', '0 3 * * *', 'report')`)
+	pgtest.MustExec(t, db.Conn, `SELECT jobs_subscribe('mail.requested', 'mail', 'send')`)
 	workflow := pgtest.QueryOne[int64](t, db.Conn, `SELECT min(id) FROM jobs_enqueue_workflow('[{"name": "a", "kind": "a", "queue": "wf"},
 		{"name": "b", "kind": "b", "queue": "wf", "depends_on": ["a"]}]')`)
 
@@ -56,6 +58,9 @@ func TestAsJobsAdmin(t *testing.T) {
 
 	b.mustPost(t, "/queues/pause", url.Values{"queue": {"mail"}})
 	b.mustPost(t, "/queues/concurrency", url.Values{"queue": {"mail"}, "max_running": {"2"}})
+	b.mustPost(t, "/queues/concurrency", url.Values{"queue": {"mail"}, "max_running": {"2"}, "fair": {"off", "on"}, "ordered": {"off", "on"}})
+	b.mustPost(t, "/queues/rate", url.Values{"queue": {"mail"}, "max_starts": {"5"}, "per": {"1s"}, "rate_per_key": {"off", "on"}})
+	contains(t, "the queue page", b.mustGet(t, "/queues/mail"), "mail.requested → kind", `<dd id="rate-limit">5 starts per 00:00:01 per key</dd>`)
 	b.mustPost(t, "/dead/retry", url.Values{"scope": {"all"}, "confirm": {"yes"}, "queue": {"hooks"}})
 	b.mustPost(t, "/schedules/run", url.Values{"name": {"nightly"}})
 	b.mustPost(t, "/schedules/disable", url.Values{"name": {"nightly"}})

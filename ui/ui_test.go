@@ -181,11 +181,12 @@ func TestEscaping(t *testing.T) {
 	evil := `<script>alert("x")</script>`
 	exec(t, b, `SELECT jobs_enqueue($1, jsonb_build_object('html', $1::text), $1)`, evil)
 	seedDead(t, b, 1, "q", "k", evil)
+	exec(t, b, `SELECT jobs_subscribe($1, $1, $1)`, evil)
 	id := count(t, b, `SELECT min(id) FROM jobs`)
 	for _, path := range []string{"/", "/jobs", "/dead", fmt.Sprintf("/jobs/%d", id), fmt.Sprintf("/jobs/%d", id+1), "/queues/" + url.PathEscape(evil)} {
 		body := b.mustGet(t, path)
 		if strings.Contains(body, evil) || strings.Contains(body, "<script>alert") {
-			t.Errorf("GET %s: the HTML of a payload, queue, kind or error is not escaped", path)
+			t.Errorf("GET %s: the HTML of a payload, queue, kind, topic or error is not escaped", path)
 		}
 	}
 }
@@ -285,6 +286,64 @@ func TestQueueActions(t *testing.T) {
 		t.Fatalf("max_running 0: %d %q, want a redirect with an error naming max_running", rec.Code, loc)
 	}
 	contains(t, "the page after an error", b.mustGet(t, loc.String()), "max_running must be")
+}
+
+// TestQueueFlowShaping: the queue page shows fair sharing, ordered keys, the per-key rate and
+// the topics publishing to the queue, and its forms set and clear the three switches.
+func TestQueueFlowShaping(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	exec(t, b, `SELECT jobs_subscribe('invoice.paid', 'tenants', 'send-receipt')`)
+	exec(t, b, `SELECT jobs_subscribe('account.closed', 'tenants', 'archive')`)
+	exec(t, b, `SELECT jobs_subscribe('invoice.paid', 'ledger', 'book')`)
+	settings := func() string {
+		return pgtest.QueryOne[string](t, b.db.Conn, `SELECT format('%s %s %s %s %s %s', max_running, per_key, fair, ordered,
+			max_starts, rate_per_key) FROM jobs_queues WHERE queue = 'tenants'`)
+	}
+
+	// The page's checkboxes post a hidden "off" and, when checked, "on" after it.
+	b.mustPost(t, "/queues/concurrency", url.Values{"queue": {"tenants"}, "per_key": {"2"}, "fair": {"off", "on"}, "ordered": {"off", "on"}})
+	b.mustPost(t, "/queues/rate", url.Values{"queue": {"tenants"}, "max_starts": {"10"}, "per": {"1s"}, "rate_per_key": {"off", "on"}})
+	if got := settings(); got != " 2 t t 10 t" {
+		t.Fatalf("jobs_queues row %q, want 2 per key, fair, ordered, 10 starts per key", got)
+	}
+	body := b.mustGet(t, "/queues/tenants")
+	contains(t, "the queue page", body, `<dd id="limits">2 per key</dd>`,
+		`<dd id="fair">on: claims take ready jobs round-robin across concurrency keys</dd>`,
+		`<dd id="ordered">on: the jobs of each concurrency key run one at a time, in enqueue order</dd>`,
+		`<dd id="rate-limit">10 starts per 00:00:01 per key</dd>`,
+		`account.closed → kind <a href="/jobs?queue=tenants&amp;kind=archive">archive</a>`,
+		`invoice.paid → kind <a href="/jobs?queue=tenants&amp;kind=send-receipt">send-receipt</a>`,
+		`name="fair" value="on" checked`, `name="ordered" value="on" checked`, `name="rate_per_key" value="on" checked`)
+	if strings.Contains(body, "kind book") {
+		t.Errorf("the queue page lists a subscription of another queue")
+	}
+	contains(t, "overview", b.mustGet(t, "/"), "2 per key, fair, ordered, 10 starts per 00:00:01 per key")
+
+	// A form without the switches (a page of an older dashboard) leaves them as they are.
+	b.mustPost(t, "/queues/concurrency", url.Values{"queue": {"tenants"}, "max_running": {"5"}})
+	if got := settings(); got != "5  t t 10 t" {
+		t.Fatalf("jobs_queues row %q after a form without the switches, want max 5 running, fair, ordered kept", got)
+	}
+	// Unchecked boxes turn them off; with nothing else set the queue has no settings left.
+	b.mustPost(t, "/queues/concurrency", url.Values{"queue": {"tenants"}, "max_running": {""}, "fair": {"off"}, "ordered": {"off"}})
+	b.mustPost(t, "/queues/rate", url.Values{"queue": {"tenants"}, "max_starts": {"10"}, "per": {"1s"}, "rate_per_key": {"off"}})
+	if got := settings(); got != "  f f 10 f" {
+		t.Fatalf("jobs_queues row %q after unchecking, want only 10 starts per second", got)
+	}
+	b.mustPost(t, "/queues/rate", url.Values{"queue": {"tenants"}, "max_starts": {""}})
+	if n := count(t, b, `SELECT count(*) FROM jobs_queues`); n != 0 {
+		t.Fatalf("settings left after switching everything off")
+	}
+	contains(t, "the queue page without settings", b.mustGet(t, "/queues/tenants"), `<dd id="fair">off</dd>`,
+		`<dd id="ordered">off</dd>`, `<dd id="rate-limit">none</dd>`)
+	contains(t, "a queue no topic publishes to", b.mustGet(t, "/queues/mail"), "no topic publishes to this queue")
+
+	rec := b.post(t, "/queues/concurrency", url.Values{"queue": {"tenants"}, "fair": {"maybe"}}, true)
+	loc, _ := url.Parse(rec.Header().Get("Location"))
+	if rec.Code != http.StatusSeeOther || loc.Query().Get("err") != `fair must be on or off, got "maybe"` {
+		t.Fatalf("fair=maybe: %d %q, want a redirect with an error naming fair", rec.Code, loc)
+	}
 }
 
 func TestDeadBulkActions(t *testing.T) {

@@ -37,9 +37,9 @@ type CollectorOpts struct {
 // docs/sql-api.md): the metric families of admin.MetricDefs, which `skiplock ui`'s /metrics
 // serves too, so both expose the same names, help texts, types and labels. Per queue, the
 // ready, scheduled, running, expired, dead and cancelled jobs, the done estimate, the age of
-// the oldest ready job, whether the queue is paused and its max_running limit; and the number
-// of jobs ever created. A failed read is reported to the scrape as an error (promhttp answers
-// 500 by default) and not cached.
+// the oldest ready job, whether the queue is paused, fair and ordered, and its max_running
+// limit; and the number of jobs ever created. A failed read is reported to the scrape as an
+// error (promhttp answers 500 by default) and not cached.
 type Collector struct {
 	admin    *admin.Client
 	cacheFor time.Duration

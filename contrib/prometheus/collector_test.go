@@ -26,7 +26,7 @@ func TestCollectorReportsJobsMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgtest.MustExec(t, db.Conn, "SELECT jobs_pause('email')")
-	pgtest.MustExec(t, db.Conn, "SELECT jobs_set_concurrency('email', 4)")
+	pgtest.MustExec(t, db.Conn, "SELECT jobs_set_concurrency('email', 4, fair => true)")
 
 	c, err := NewCollector(pgtest.NewPool(t, db.URL), nil)
 	if err != nil {
@@ -41,6 +41,8 @@ func TestCollectorReportsJobsMetrics(t *testing.T) {
 		`skiplock_queue_running_jobs{queue="email"} 0`,
 		`skiplock_queue_dead_jobs{queue="email"} 0`,
 		`skiplock_queue_paused{queue="email"} 1`,
+		`skiplock_queue_fair{queue="email"} 1`,
+		`skiplock_queue_ordered{queue="email"} 0`,
 		`skiplock_queue_max_running_jobs{queue="email"} 4`,
 		`skiplock_jobs_created_total 4`,
 	} {

@@ -524,3 +524,73 @@ func mustHandler(t *testing.T, db *pgtest.TestDB) *ui.Handler {
 	}
 	return h
 }
+
+// TestQueueFlowShapingInBrowser: the page of a fair, ordered queue with a per-key rate limit
+// and two topic subscriptions shows each of them; unchecking "ordered" in the form and
+// submitting it turns ordering off and leaves the rest.
+func TestQueueFlowShapingInBrowser(t *testing.T) {
+	ctx := browser(t)
+	db := pgtest.NewTestDB(t)
+	exec := func(sql string, args ...any) { pgtest.MustExec(t, db.Conn, sql, args...) }
+	exec(`SELECT jobs_enqueue_many(array_fill('sync-account'::text, ARRAY[30]), queues => array_fill('tenants'::text, ARRAY[30]),
+		concurrency_keys => ARRAY(SELECT 'tenant-' || (i % 3) FROM generate_series(1, 30) i))`)
+	exec(`SELECT jobs_set_concurrency('tenants', 8, per_key => 2, fair => true, ordered => true)`)
+	exec(`SELECT jobs_set_rate_limit('tenants', 10, interval '1 second', per_key => true)`)
+	exec(`SELECT jobs_subscribe('account.created', 'tenants', 'sync-account')`)
+	exec(`SELECT jobs_subscribe('account.closed', 'tenants', 'archive-account')`)
+	exec(`SELECT jobs_subscribe('account.created', 'mail', 'send-welcome')`)
+	srv := httptest.NewServer(mustHandler(t, db))
+	defer srv.Close()
+	shots := screenshotDir(t)
+	shoot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			png, err := chromedp.CaptureScreenshot()(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
+		})
+	}
+
+	var limits, fair, ordered, rate, topics string
+	var boxes []bool
+	step(t, ctx, "load the queue page",
+		chromedp.Navigate(srv.URL+"/queues/tenants"),
+		chromedp.WaitVisible(chromedp.CSS("#concurrency")),
+		textOf("#limits", &limits), textOf("#fair", &fair), textOf("#ordered", &ordered),
+		textOf("#rate-limit", &rate), textOf("#topics", &topics),
+		evalInto(`['fair', 'ordered'].map(n => document.querySelector('#concurrency input[type=checkbox][name=' + n + ']').checked)
+			.concat([document.querySelector('#rate input[type=checkbox][name=rate_per_key]').checked])`, &boxes),
+		shoot("queue-flow-shaping"))
+	for _, c := range []struct{ what, got, want string }{
+		{"limits", limits, "max 8 running, 2 per key"},
+		{"fair sharing", fair, "on: claims take ready jobs round-robin across concurrency keys"},
+		{"ordered keys", ordered, "on: the jobs of each concurrency key run one at a time, in enqueue order"},
+		{"rate limit", rate, "10 starts per 00:00:01 per key"},
+		{"topics", topics, "account.closed → kind archive-account\naccount.created → kind sync-account"},
+	} {
+		if c.got != c.want {
+			t.Errorf("the page shows %s %q, want %q", c.what, c.got, c.want)
+		}
+	}
+	if len(boxes) != 3 || !boxes[0] || !boxes[1] || !boxes[2] {
+		t.Errorf("the fair, ordered and per-key boxes are checked %v, want all three", boxes)
+	}
+
+	var flash string
+	step(t, ctx, "uncheck ordered and set",
+		chromedp.Click(chromedp.CSS(`#concurrency input[type=checkbox][name=ordered]`)),
+		chromedp.Click(chromedp.CSS(`#concurrency button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+		textOf("#flash", &flash),
+		textOf("#ordered", &ordered), textOf("#fair", &fair),
+		shoot("queue-flow-shaping-unordered"))
+	if flash != "set the concurrency limits of queue tenants" || ordered != "off" || !strings.HasPrefix(fair, "on") {
+		t.Errorf("after unchecking ordered: flash %q, ordered %q, fair %q", flash, ordered, fair)
+	}
+	got := pgtest.QueryOne[string](t, db.Conn, `SELECT format('%s %s %s %s %s %s', max_running, per_key, fair, ordered,
+		max_starts, rate_per_key) FROM jobs_queues WHERE queue = 'tenants'`)
+	if got != "8 2 t f 10 t" {
+		t.Fatalf("jobs_queues row %q, want only ordered turned off", got)
+	}
+}

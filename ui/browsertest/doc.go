@@ -4,7 +4,8 @@
 //
 // The tests load every page, pause a queue, retry dead jobs (selected, then all matching
 // through the confirmation page), delete one, draw a workflow (one node per step, in its
-// state's colour, linking to the step's job page) and cancel it, and check each change in
+// state's colour, linking to the step's job page) and cancel it, show a queue's fairness,
+// ordering, per-key rate limit and topics and turn ordering off, and check each change in
 // the database. They
 // save a screenshot of every page in $SKIPLOCK_SCREENSHOTS, or in a temporary directory
 // when it is unset. Without a chromium binary (chromium, chromium-browser or google-chrome
