@@ -73,9 +73,10 @@
 // and effect then also takes a number from one sequence, and the report adds: keys_stuck
 // (keys with a job not done at the end), most_running_per_key (the most completing attempts
 // of one key whose spans, from execution to effect, overlap; at most per_key, 1 on an
-// ordered queue) and, on an ordered queue, order_violations (attempts that began before an
-// earlier job of their key, by id, had committed its effect; a job run again after its lease
-// expired is the same job). Any of them fails the run.
+// ordered queue) and order_violations (attempts that began before an earlier job of their
+// key, by id, had committed its effect; a job run again after its lease expired is the same
+// job). Each fails the run where the queue's settings promise it: keys_stuck always,
+// most_running_per_key over per_key, and on an ordered queue over 1 or any order violation.
 //
 // # The delivery guarantee it checks
 //

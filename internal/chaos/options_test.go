@@ -151,6 +151,10 @@ func TestReportErr(t *testing.T) {
 			t.Errorf("error %v does not say %q", err, want)
 		}
 	}
+	unordered := &Report{Jobs: 10, RecoveryBoundSeconds: 6, Keys: 5, MostRunningPerKey: 3, OrderViolations: 7}
+	if err := unordered.Err(); err != nil {
+		t.Errorf("keys out of order on a queue that does not promise order failed the run: %v", err)
+	}
 	ordered := &Report{Jobs: 10, RecoveryBoundSeconds: 6, Keys: 5, Ordered: true, MostRunningPerKey: 1}
 	if err := ordered.Err(); err != nil || !strings.Contains(ordered.String(), "most running per key 1 (no per_key limit, ordered)") {
 		t.Errorf("a clean ordered run: error %v, report:\n%s", err, ordered)

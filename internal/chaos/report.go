@@ -89,10 +89,11 @@ type Report struct {
 	// under. It must be at most Options.Concurrency.PerKey, and 1 when Ordered.
 	MostRunningPerKey int `json:"most_running_per_key,omitempty"`
 
-	// OrderViolations counts, on an ordered queue (Options.Concurrency.Ordered), the
-	// attempts of a job that began before every job of its key with a lower id had committed
-	// its effect (or ended dead or cancelled): a later job started before an earlier one was
-	// done. A job run again after its lease expired is the same job and no violation.
+	// OrderViolations counts the attempts of a job that began before every job of its key
+	// with a lower id had committed its effect (or ended dead or cancelled): a later job
+	// started before an earlier one was done. A job run again after its lease expired is the
+	// same job and no violation. Counted whenever the jobs have keys; it must be 0 on an
+	// ordered queue (Options.Concurrency.Ordered), and is not on others.
 	OrderViolations int `json:"order_violations,omitempty"`
 
 	// PerKeyLimit and Ordered are the settings the checks above hold the run to (0 and
@@ -138,7 +139,7 @@ func (r *Report) Err() error {
 	if r.Ordered && r.MostRunningPerKey > 1 {
 		p = append(p, fmt.Sprintf("%d jobs of one key of an ordered queue ran at once", r.MostRunningPerKey))
 	}
-	if r.OrderViolations > 0 {
+	if r.Ordered && r.OrderViolations > 0 {
 		p = append(p, fmt.Sprintf("%d attempts began before an earlier job of their key was done", r.OrderViolations))
 	}
 	p = append(p, r.Violations...)
@@ -477,9 +478,6 @@ func (r *runner) checkKeys(ctx context.Context, rep *Report) error {
 		FROM (SELECT sum(d) OVER (PARTITION BY queue, key ORDER BY seq) AS n FROM steps) s`,
 		&rep.MostRunningPerKey); err != nil {
 		return err
-	}
-	if !rep.Ordered {
-		return nil
 	}
 	// For each job, the latest effect of the jobs of its key with lower ids, and whether one
 	// of them is neither done with an effect nor dead or cancelled.

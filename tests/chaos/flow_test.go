@@ -94,3 +94,48 @@ func TestChaosOrdered(t *testing.T) {
 			rep.MostRunningPerKey, rep.OrderViolations, rep.KeysStuck)
 	}
 }
+
+// TestChaosCatchesDisorder runs keyed jobs, 5 keys of 40, on a queue without settings and
+// without faults: 16 slots run the jobs of a key side by side and finish them out of order,
+// and the report must count both, as it would on an ordered queue that broke its promise.
+// A suite that found nothing here could not be trusted to catch anything in
+// TestChaosOrdered.
+func TestChaosCatchesDisorder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a chaos run takes seconds")
+	}
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, &chaos.Options{
+		URL:             url,
+		Jobs:            200,
+		Workers:         2,
+		Slots:           8,
+		Kills:           -1,
+		Restarts:        []pglocal.StopMode{},
+		TerminateRounds: -1,
+		HeldXmin:        -1,
+		RowLock:         -1,
+		HogFraction:     -1,
+		HangFraction:    -1,
+		Keys:            5,
+		Seed:            seed(t),
+		Logf:            t.Logf,
+	})
+	if rep == nil {
+		t.Fatalf("no report: %v", err)
+	}
+	t.Logf("chaos report:\n%s", rep)
+	if err != nil {
+		t.Fatalf("a run with nothing promised per key failed: %v", err)
+	}
+	if rep.MostRunningPerKey < 2 || rep.OrderViolations == 0 {
+		t.Errorf("most running per key %d, %d order violations: the checks missed jobs of a key running side by side and out of order",
+			rep.MostRunningPerKey, rep.OrderViolations)
+	}
+	if err := (&chaos.Report{Jobs: rep.Jobs, RecoveryBoundSeconds: 1, Keys: rep.Keys, Ordered: true,
+		MostRunningPerKey: rep.MostRunningPerKey, OrderViolations: rep.OrderViolations}).Err(); err == nil {
+		t.Error("the same figures on an ordered queue did not fail the run")
+	}
+}
