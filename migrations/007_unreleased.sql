@@ -191,7 +191,37 @@ ALTER TYPE jobs_claimed ADD ATTRIBUTE parent_results jsonb, ADD ATTRIBUTE checkp
 ALTER TYPE jobs_listed ADD ATTRIBUTE progress jsonb, ADD ATTRIBUTE workflow_id bigint;
 ALTER TYPE jobs_queue_metrics ADD ATTRIBUTE waiting bigint;
 
+-- Flow shaping: fair sharing between a queue's concurrency_keys (round-robin from a cursor
+-- that claims of the queue keep in its row, under the row's lock), ordered keys (a key runs its
+-- queued jobs one at a time in id order) and rate limits per key. Nothing of this costs a queue
+-- that does not use it, except the index of keyed jobs by id (unkeyed jobs have no entry).
+ALTER TABLE jobs_queues
+    ADD COLUMN fair         boolean NOT NULL DEFAULT false,
+    ADD COLUMN ordered      boolean NOT NULL DEFAULT false,
+    ADD COLUMN rate_per_key boolean NOT NULL DEFAULT false,
+    ADD COLUMN rr_cursor    text;
+COMMENT ON COLUMN jobs_queues.fair IS
+    'skiplock: claims take the ready jobs round-robin across concurrency_keys (jobs_set_concurrency''s fair).';
+COMMENT ON COLUMN jobs_queues.ordered IS
+    'skiplock: jobs sharing a concurrency_key run one at a time in id order (jobs_set_concurrency''s ordered).';
+COMMENT ON COLUMN jobs_queues.rate_per_key IS
+    'skiplock: max_starts per per counts the starts of each concurrency_key (jobs_set_rate_limit''s per_key).';
+COMMENT ON COLUMN jobs_queues.rr_cursor IS
+    'skiplock (private): the concurrency_key a fair queue''s last claim took last (NULL: start from the first key).';
+-- The queue's head job of each key (its lowest id), whatever its run_at: what an ordered
+-- queue's claim looks at.
+CREATE INDEX jobs_queued_key_id_idx ON jobs_queued (queue, concurrency_key, id)
+    WHERE concurrency_key IS NOT NULL;
+ALTER TABLE jobs_queue_starts ADD COLUMN concurrency_key text;
+COMMENT ON COLUMN jobs_queue_starts.concurrency_key IS
+    'skiplock: the started job''s concurrency_key (counted per key when the queue''s rate_per_key is set).';
+CREATE INDEX jobs_queue_starts_key_idx ON jobs_queue_starts (queue, concurrency_key, started_at);
+ALTER TYPE jobs_queue_metrics ADD ATTRIBUTE fair boolean, ADD ATTRIBUTE ordered boolean,
+    ADD ATTRIBUTE rate_per_key boolean;
+
 -- Signatures that change (new arguments or result columns).
+DROP FUNCTION jobs_set_concurrency(text, integer, integer);
+DROP FUNCTION jobs_set_rate_limit(text, integer, interval);
 DROP FUNCTION jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean);
 DROP FUNCTION jobs_complete(bigint, integer);
 DROP FUNCTION jobs_complete_many(bigint[], integer[]);
@@ -236,6 +266,10 @@ DROP FUNCTION jobs_get(bigint);
 {{ template "snapshots/007/functions/jobs_get.sql" . }}
 {{ template "snapshots/007/functions/jobs_result.sql" . }}
 {{ template "snapshots/007/functions/jobs_prune.sql" . }}
+{{ template "snapshots/007/functions/jobs_resume.sql" . }}
+{{ template "snapshots/007/functions/jobs_set_concurrency.sql" . }}
+{{ template "snapshots/007/functions/jobs_set_rate_limit.sql" . }}
+{{ template "snapshots/007/functions/jobs_next_start.sql" . }}
 {{ template "snapshots/007/functions/jobs_queue_limited.sql" . }}
 {{ template "snapshots/007/functions/jobs_retry_many.sql" . }}
 {{ template "snapshots/007/functions/jobs_cancel_many.sql" . }}

@@ -77,7 +77,10 @@ CREATE TYPE skiplock.jobs_queue_metrics AS (
 	per_key integer,
 	max_starts integer,
 	per interval,
-	waiting bigint
+	waiting bigint,
+	fair boolean,
+	ordered boolean,
+	rate_per_key boolean
 );
 
 CREATE TYPE skiplock.jobs_queue_stats AS (
@@ -168,34 +171,53 @@ DECLARE
     v_ids         bigint[]      := '{}';
     v_pris        integer[]     := '{}';
     v_run_ats     timestamptz[] := '{}';
-    -- Keyed and unkeyed candidates of one per_key queue.
+    -- Candidates of one queue of the key walk.
     v_krows       tid[];
     v_kids        bigint[];
     v_kpris       integer[];
     v_kruns       timestamptz[];
+    -- The queue's running jobs per concurrency_key (per_key and ordered queues).
+    v_run_keys    text[];
+    v_run_ns      integer[];
     v_urows       tid[];
     v_uids        bigint[];
     v_upris       integer[];
     v_uruns       timestamptz[];
-    v_n           integer;
+    -- Fair queues: the walk's state.
+    v_k           record;
+    v_room        integer;
+    v_taken       integer;
+    v_got         integer;
+    v_round_keys  integer;
+    v_share       integer;
+    v_tkeys       text[];
+    v_tns         integer[];
+    v_pos         integer;
+    v_last        text;
+    v_moved       boolean;
+    v_none_unkeyed boolean;
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
     IF _jobs_claim_limited.skip_locked_queues THEN
         OPEN v_settings FOR
-            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per, q.fair, q.ordered,
+                   q.rate_per_key, q.rr_cursor
             FROM jobs_queues q
             WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
-              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                   OR q.fair OR q.ordered)
             ORDER BY q.queue
             FOR UPDATE SKIP LOCKED;
     ELSE
         OPEN v_settings FOR
-            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per, q.fair, q.ordered,
+                   q.rate_per_key, q.rr_cursor
             FROM jobs_queues q
             WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
-              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                   OR q.fair OR q.ordered)
             ORDER BY q.queue
             FOR UPDATE;
     END IF;
@@ -224,21 +246,27 @@ BEGIN
             -- every start after now() - per, later ones included, bounds every such window.
             -- The log is trimmed by its latest start, never by now(), and a claim whose now()
             -- is a whole window behind the latest start takes nothing: the starts it would
-            -- have to count are then never trimmed before it looks.
+            -- have to count are then never trimmed before it looks. With rate_per_key the
+            -- same holds of each key's starts (the log is the queue's, trimmed by the
+            -- queue's latest start, which is no earlier than any key's): counted in the key
+            -- walk below.
             SELECT max(s.started_at) INTO v_at FROM jobs_queue_starts s WHERE s.queue = v_q.queue;
             IF now() <= v_at - v_q.per THEN
                 v_budget := 0;
             ELSE
                 DELETE FROM jobs_queue_starts s WHERE s.queue = v_q.queue AND s.started_at <= v_at - 2 * v_q.per;
-                v_budget := least(v_budget, v_q.max_starts - (
-                    SELECT count(*)::integer FROM jobs_queue_starts s
-                    WHERE s.queue = v_q.queue AND s.started_at > now() - v_q.per));
+                IF NOT v_q.rate_per_key THEN
+                    v_budget := least(v_budget, v_q.max_starts - (
+                        SELECT count(*)::integer FROM jobs_queue_starts s
+                        WHERE s.queue = v_q.queue AND s.started_at > now() - v_q.per));
+                END IF;
             END IF;
             v_rate_queues := v_rate_queues || v_q.queue;
         END IF;
         CONTINUE WHEN v_budget <= 0;
 
-        IF v_q.per_key IS NULL THEN
+        IF v_q.per_key IS NULL AND NOT v_q.fair AND NOT v_q.ordered AND NOT v_q.rate_per_key THEN
+            -- max_running and a queue-wide rate only: the best v_budget ready jobs.
             SELECT v_rows || coalesce(array_agg(c.row), '{}'),
                    v_ids || coalesce(array_agg(c.id), '{}'),
                    v_pris || coalesce(array_agg(c.priority), '{}'),
@@ -254,8 +282,197 @@ BEGIN
             CONTINUE;
         END IF;
 
-        -- per_key: the best jobs of every key with room (a skip scan of jobs_ready_key_idx
-        -- finds the keys), then the best v_budget of those.
+        -- The key walk (per_key, fair, ordered, rate_per_key, any combination). Each key's
+        -- room: how many of its jobs this claim may start, the least of
+        --   per_key minus its running jobs (keyed jobs only),
+        --   1 if ordered and none of its jobs runs, else 0 (keyed jobs only),
+        --   with rate_per_key, max_starts minus its starts in the window (jobs without a key
+        --   are one group),
+        -- and the queue's budget. Running jobs per key: the queue's jobs listed by its
+        -- claims and still running under them, counted once per claim.
+        v_run_keys := '{}';
+        v_run_ns := '{}';
+        IF v_q.per_key IS NOT NULL OR v_q.ordered THEN
+            SELECT coalesce(array_agg(r.key), '{}'), coalesce(array_agg(r.n), '{}')
+            INTO v_run_keys, v_run_ns
+            FROM (SELECT j.concurrency_key AS key, count(*)::integer AS n
+                  FROM jobs_claims c
+                  CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+                  -- One primary-key probe per listed job, whatever the statistics (OFFSET 0
+                  -- keeps the planner from joining the tables another way).
+                  CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
+                  WHERE c.queue = v_q.queue
+                    AND j.claim_id = c.claim_id
+                    AND j.state = 'running'
+                    AND j.concurrency_key IS NOT NULL
+                  GROUP BY j.concurrency_key) r;
+        END IF;
+
+        IF v_q.fair THEN
+            -- Round-robin: the keys of the queue's queued jobs in key order, starting after
+            -- the key the previous claim took last (rr_cursor), then the group of jobs
+            -- without a key, then the keys up to the cursor: one job of each key with room
+            -- per turn. A key probed costs one step of a skip scan and one probe of its jobs;
+            -- the walk stops once the budget is taken. When a whole turn leaves budget over,
+            -- the next turn takes the rest in equal shares of the keys that gave a job.
+            v_taken := 0;
+            v_tkeys := '{}';
+            v_tns := '{}';
+            v_share := 1;
+            v_moved := false;
+            v_none_unkeyed := false;
+            v_krows := '{}';
+            v_kids := '{}';
+            v_kpris := '{}';
+            v_kruns := '{}';
+            LOOP
+                v_round_keys := 0;
+                FOR v_k IN
+                    WITH RECURSIVE after_cursor AS (
+                        (SELECT q.concurrency_key AS key
+                         FROM jobs_queued q
+                         -- Keys are never '' (jobs_enqueue refuses it): '' is before them all.
+                         WHERE q.queue = v_q.queue AND q.concurrency_key > coalesce(v_q.rr_cursor, '')
+                         ORDER BY q.concurrency_key
+                         LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT q.concurrency_key
+                                FROM jobs_queued q
+                                WHERE q.queue = v_q.queue AND q.concurrency_key > a.key
+                                ORDER BY q.concurrency_key
+                                LIMIT 1)
+                        FROM after_cursor a
+                        WHERE a.key IS NOT NULL
+                    ), up_to_cursor AS (
+                        (SELECT q.concurrency_key AS key
+                         FROM jobs_queued q
+                         WHERE q.queue = v_q.queue AND q.concurrency_key > ''
+                           AND v_q.rr_cursor IS NOT NULL
+                         ORDER BY q.concurrency_key
+                         LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT q.concurrency_key
+                                FROM jobs_queued q
+                                WHERE q.queue = v_q.queue AND q.concurrency_key > b.key
+                                ORDER BY q.concurrency_key
+                                LIMIT 1)
+                        FROM up_to_cursor b
+                        WHERE b.key < v_q.rr_cursor
+                    )
+                    SELECT a.key FROM after_cursor a WHERE a.key IS NOT NULL
+                    UNION ALL
+                    SELECT NULL::text
+                    UNION ALL
+                    SELECT b.key FROM up_to_cursor b WHERE b.key <= v_q.rr_cursor
+                LOOP
+                    -- The key's room (see above), less what this claim took of it already.
+                    v_pos := array_position(v_tkeys, v_k.key);
+                    v_room := least(
+                        CASE WHEN v_k.key IS NOT NULL THEN
+                            v_q.per_key - coalesce(v_run_ns[array_position(v_run_keys, v_k.key)], 0)
+                        END,
+                        CASE WHEN v_q.ordered AND v_k.key IS NOT NULL THEN
+                            CASE WHEN coalesce(v_run_ns[array_position(v_run_keys, v_k.key)], 0) > 0 THEN 0 ELSE 1 END
+                        END);
+                    IF v_q.rate_per_key THEN
+                        IF v_k.key IS NULL THEN
+                            v_room := least(v_room, v_q.max_starts - (
+                                SELECT count(*)::integer FROM jobs_queue_starts s
+                                WHERE s.queue = v_q.queue AND s.concurrency_key IS NULL
+                                  AND s.started_at > now() - v_q.per));
+                        ELSE
+                            v_room := least(v_room, v_q.max_starts - (
+                                SELECT count(*)::integer FROM jobs_queue_starts s
+                                WHERE s.queue = v_q.queue AND s.concurrency_key = v_k.key
+                                  AND s.started_at > now() - v_q.per));
+                        END IF;
+                    END IF;
+                    v_room := least(v_room - coalesce(v_tns[v_pos], 0), v_share, v_budget - v_taken);
+                    CONTINUE WHEN v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed);
+
+                    IF v_k.key IS NULL THEN
+                        -- Jobs without a key: among the queue's best (room + 1,000) ready
+                        -- jobs (two statements, so that the bound is an index condition); a
+                        -- turn that finds none does not look again in this claim.
+                        SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                               coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+                        INTO v_krows, v_kids, v_kpris, v_kruns
+                        FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                              FROM jobs_queued q
+                              WHERE q.ctid = ANY (ARRAY(
+                                      SELECT s.row
+                                      FROM (SELECT q2.ctid AS row, q2.id, q2.concurrency_key
+                                            FROM jobs_queued q2
+                                            WHERE q2.queue = v_q.queue
+                                              AND q2.run_at <= now()
+                                            ORDER BY q2.priority, q2.run_at, q2.id
+                                            LIMIT v_room + v_taken + 1000) s
+                                      WHERE s.concurrency_key IS NULL
+                                        AND s.id <> ALL (v_ids)
+                                      LIMIT v_room))
+                              FOR UPDATE SKIP LOCKED) c;
+                    ELSIF v_q.ordered THEN
+                        -- The key's head (lowest id) if it is ready.
+                        SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                               coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+                        INTO v_krows, v_kids, v_kpris, v_kruns
+                        FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                              FROM jobs_queued q
+                              WHERE q.queue = v_q.queue
+                                AND q.concurrency_key = v_k.key
+                                AND q.id = (SELECT h.id FROM jobs_queued h
+                                            WHERE h.queue = v_q.queue AND h.concurrency_key = v_k.key
+                                            ORDER BY h.id
+                                            LIMIT 1)
+                                AND q.run_at <= now()
+                              FOR UPDATE SKIP LOCKED) c;
+                    ELSE
+                        SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                               coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+                        INTO v_krows, v_kids, v_kpris, v_kruns
+                        FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                              FROM jobs_queued q
+                              WHERE q.queue = v_q.queue
+                                AND q.concurrency_key = v_k.key
+                                AND q.run_at <= now()
+                                AND q.id <> ALL (v_ids)
+                              ORDER BY q.priority, q.run_at, q.id
+                              LIMIT v_room
+                              FOR UPDATE SKIP LOCKED) c;
+                    END IF;
+                    v_got := cardinality(v_kids);
+                    v_none_unkeyed := v_none_unkeyed OR (v_k.key IS NULL AND v_got = 0);
+                    CONTINUE WHEN v_got = 0;
+                    v_rows := v_rows || v_krows;
+                    v_ids := v_ids || v_kids;
+                    v_pris := v_pris || v_kpris;
+                    v_run_ats := v_run_ats || v_kruns;
+                    v_taken := v_taken + v_got;
+                    IF v_pos IS NULL THEN
+                        v_tkeys := v_tkeys || v_k.key;
+                        v_tns := v_tns || v_got;
+                    ELSE
+                        v_tns[v_pos] := v_tns[v_pos] + v_got;
+                    END IF;
+                    v_round_keys := v_round_keys + 1;
+                    v_last := v_k.key;
+                    v_moved := true;
+                    EXIT WHEN v_taken >= v_budget;
+                END LOOP;
+                EXIT WHEN v_taken >= v_budget OR v_round_keys = 0;
+                v_share := ceil((v_budget - v_taken)::numeric / v_round_keys)::integer;
+            END LOOP;
+            -- The next claim starts after the key taken last (NULL: the group without a key
+            -- was last, so the next turn starts at the first key).
+            IF v_moved THEN
+                UPDATE jobs_queues q SET rr_cursor = v_last WHERE q.queue = v_q.queue;
+            END IF;
+            CONTINUE;
+        END IF;
+
+        -- Not fair: the best jobs of every key with room are candidates (a skip scan of the
+        -- queue's keys, one probe of each key's jobs), then the best v_budget of them and of
+        -- the jobs without a key, in (priority, run_at, id) order.
         WITH RECURSIVE keys AS (
             (SELECT q.concurrency_key AS key
              FROM jobs_queued q
@@ -270,49 +487,78 @@ BEGIN
                     LIMIT 1)
             FROM keys k
             WHERE k.key IS NOT NULL
-        ), running AS (
-            -- The queue's jobs listed by its claims and still running under them.
-            SELECT j.concurrency_key AS key, count(*)::integer AS n
-            FROM jobs_claims c
-            CROSS JOIN LATERAL unnest(c.ids) AS u(id)
-            -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
-            -- the planner from joining the tables another way).
-            CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
-            WHERE c.queue = v_q.queue
-              AND j.claim_id = c.claim_id
-              AND j.state = 'running'
-              AND j.concurrency_key IS NOT NULL
-            GROUP BY j.concurrency_key
+        ), rooms AS (
+            SELECT k.key,
+                   least(v_budget,
+                         v_q.per_key - coalesce(v_run_ns[array_position(v_run_keys, k.key)], 0),
+                         CASE WHEN v_q.ordered THEN
+                             CASE WHEN coalesce(v_run_ns[array_position(v_run_keys, k.key)], 0) > 0 THEN 0 ELSE 1 END
+                         END,
+                         CASE WHEN v_q.rate_per_key THEN
+                             v_q.max_starts - (SELECT count(*)::integer FROM jobs_queue_starts s
+                                               WHERE s.queue = v_q.queue AND s.concurrency_key = k.key
+                                                 AND s.started_at > now() - v_q.per)
+                         END) AS n
+            FROM keys k
+            WHERE k.key IS NOT NULL
         ), picked AS (
             SELECT c.row, c.id, c.priority, c.run_at
-            FROM keys k
-            LEFT JOIN running r ON r.key = k.key
+            FROM rooms r
             CROSS JOIN LATERAL (
                 SELECT q.ctid AS row, q.id, q.priority, q.run_at
                 FROM jobs_queued q
-                WHERE q.queue = v_q.queue
-                  AND q.concurrency_key = k.key
+                WHERE NOT v_q.ordered
+                  AND q.queue = v_q.queue
+                  AND q.concurrency_key = r.key
                   AND q.run_at <= now()
                 ORDER BY q.priority, q.run_at, q.id
-                LIMIT greatest(0, least(v_budget, v_q.per_key - coalesce(r.n, 0)))
+                LIMIT greatest(0, r.n)
                 FOR UPDATE SKIP LOCKED
             ) c
-            WHERE k.key IS NOT NULL
-            ORDER BY c.priority, c.run_at, c.id
-            LIMIT v_budget
+            UNION ALL
+            -- Ordered: the key's head (lowest id), if it is ready and the key has room.
+            SELECT c.row, c.id, c.priority, c.run_at
+            FROM rooms r
+            CROSS JOIN LATERAL (
+                SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                FROM jobs_queued q
+                WHERE v_q.ordered
+                  AND r.n > 0
+                  AND q.queue = v_q.queue
+                  AND q.concurrency_key = r.key
+                  AND q.id = (SELECT h.id FROM jobs_queued h
+                              WHERE h.queue = v_q.queue AND h.concurrency_key = r.key
+                              ORDER BY h.id
+                              LIMIT 1)
+                  AND q.run_at <= now()
+                FOR UPDATE SKIP LOCKED
+            ) c
         )
         SELECT coalesce(array_agg(p.row ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.id ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.priority ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.run_at ORDER BY p.priority, p.run_at, p.id), '{}')
         INTO v_krows, v_kids, v_kpris, v_kruns
-        FROM picked p;
+        FROM (SELECT * FROM picked p ORDER BY p.priority, p.run_at, p.id LIMIT v_budget) p;
 
-        -- Jobs without a key: only those ahead of the last keyed candidate can make the
-        -- cut when there are enough keyed ones; otherwise look a bounded way ahead (two
-        -- statements, so that the bound is an index condition, not a filter).
-        v_n := cardinality(v_kids);
-        IF v_n >= v_budget THEN
+        -- Jobs without a key (their own group for rate_per_key; per_key and ordered do not
+        -- bind them): only those ahead of the last keyed candidate can make the cut when
+        -- there are enough keyed ones; otherwise look a bounded way ahead (two statements,
+        -- so that the bound is an index condition, not a filter).
+        v_room := v_budget;
+        IF v_q.rate_per_key THEN
+            v_room := least(v_room, v_q.max_starts - (
+                SELECT count(*)::integer FROM jobs_queue_starts s
+                WHERE s.queue = v_q.queue AND s.concurrency_key IS NULL
+                  AND s.started_at > now() - v_q.per));
+        END IF;
+        v_got := cardinality(v_kids);
+        IF v_room <= 0 THEN
+            v_urows := '{}';
+            v_uids := '{}';
+            v_upris := '{}';
+            v_uruns := '{}';
+        ELSIF v_got >= v_budget THEN
             SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                    coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
             INTO v_urows, v_uids, v_upris, v_uruns
@@ -324,11 +570,11 @@ BEGIN
                                 FROM jobs_queued q2
                                 WHERE q2.queue = v_q.queue
                                   AND q2.run_at <= now()
-                                  AND (q2.priority, q2.run_at, q2.id) < (v_kpris[v_n], v_kruns[v_n], v_kids[v_n])
+                                  AND (q2.priority, q2.run_at, q2.id) < (v_kpris[v_got], v_kruns[v_got], v_kids[v_got])
                                 ORDER BY q2.priority, q2.run_at, q2.id
                                 LIMIT v_budget + 100) s
                           WHERE s.concurrency_key IS NULL
-                          LIMIT v_budget))
+                          LIMIT v_room))
                   FOR UPDATE SKIP LOCKED) c;
         ELSE
             SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
@@ -344,7 +590,8 @@ BEGIN
                                   AND q2.run_at <= now()
                                 ORDER BY q2.priority, q2.run_at, q2.id
                                 LIMIT v_budget + 100) s
-                          WHERE s.concurrency_key IS NULL))
+                          WHERE s.concurrency_key IS NULL
+                          LIMIT v_room))
                   FOR UPDATE SKIP LOCKED) c;
         END IF;
 
@@ -372,6 +619,7 @@ BEGIN
               AND (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
               AND q.max_running IS NOT NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+              AND NOT q.fair AND NOT q.ordered
             ORDER BY q.queue
         LOOP
             v_budget := least(_jobs_claim_limited.max_jobs, v_q.n, v_q.max_running - (
@@ -417,7 +665,7 @@ BEGIN
               AND NOT EXISTS (SELECT FROM jobs_queues s
                               WHERE s.queue = w.queue
                                 AND (s.paused OR s.max_running IS NOT NULL OR s.per_key IS NOT NULL
-                                     OR s.max_starts IS NOT NULL))
+                                     OR s.max_starts IS NOT NULL OR s.fair OR s.ordered))
         ), candidates AS (
             SELECT c.row, c.id, c.priority, c.run_at
             FROM unlimited u
@@ -441,9 +689,11 @@ BEGIN
     WITH claimed AS (
         SELECT * FROM _jobs_claim_take(_jobs_claim_limited.worker, _jobs_claim_limited.lease, v_rows)
     ), logged AS (
-        INSERT INTO jobs_queue_starts (queue, started_at)
-        SELECT c.queue, now()
+        INSERT INTO jobs_queue_starts (queue, started_at, concurrency_key)
+        SELECT c.queue, now(), j.concurrency_key
         FROM claimed c
+        -- The job's key (one jobs_pkey probe per start; a key never changes).
+        CROSS JOIN LATERAL (SELECT j1.concurrency_key FROM jobs j1 WHERE j1.id = c.id OFFSET 0) j
         WHERE c.queue = ANY (v_rate_queues)
     )
     SELECT * FROM claimed c ORDER BY c.priority, c.run_at, c.id;
@@ -1707,7 +1957,8 @@ BEGIN
     IF EXISTS (
         SELECT FROM jobs_queues q
         WHERE (jobs_claim.queues IS NULL OR q.queue = ANY (jobs_claim.queues))
-          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+               OR q.fair OR q.ordered)
     ) THEN
         RETURN QUERY
         SELECT * FROM _jobs_claim_limited(jobs_claim.worker, jobs_claim.max_jobs, jobs_claim.queues, jobs_claim.lease);
@@ -1881,7 +2132,8 @@ BEGIN
     v_limited := jobs_complete_and_claim.max_jobs > 0 AND EXISTS (
         SELECT FROM jobs_queues q
         WHERE (jobs_complete_and_claim.queues IS NULL OR q.queue = ANY (jobs_complete_and_claim.queues))
-          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+               OR q.fair OR q.ordered)
     );
     IF v_limited AND cardinality(jobs_complete_and_claim.ids) > 0 THEN
         -- The pairs' queues, read before completing (a completion may delete the row; a
@@ -1909,7 +2161,8 @@ BEGIN
         v_limited := EXISTS (
             SELECT FROM jobs_queues q
             WHERE (jobs_complete_and_claim.queues IS NULL OR q.queue = ANY (jobs_complete_and_claim.queues))
-              AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+              AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                   OR q.fair OR q.ordered)
         );
     END IF;
 
@@ -3512,7 +3765,8 @@ BEGIN
            p.done_estimate,
            extract(epoch FROM now() - p.oldest_ready)::double precision,
            NULL::bigint,
-           coalesce(s.paused, false), s.max_running, s.per_key, s.max_starts, s.per, p.waiting
+           coalesce(s.paused, false), s.max_running, s.per_key, s.max_starts, s.per, p.waiting,
+           coalesce(s.fair, false), coalesce(s.ordered, false), coalesce(s.rate_per_key, false)
     FROM per_queue p
     LEFT JOIN jobs_queues s ON s.queue = p.queue
     -- A queue known only from stale statistics, with nothing left in it and no settings, is
@@ -3534,7 +3788,8 @@ BEGIN
            extract(epoch FROM now() - min(p.oldest_ready))::double precision,
            coalesce(pg_sequence_last_value(pg_get_serial_sequence('jobs', 'id')::regclass), 0),
            NULL::boolean, NULL::integer, NULL::integer, NULL::integer, NULL::interval,
-           coalesce(sum(p.waiting), 0)::bigint
+           coalesce(sum(p.waiting), 0)::bigint,
+           NULL::boolean, NULL::boolean, NULL::boolean
     FROM per_queue p
     ORDER BY 1 NULLS LAST;
 END;
@@ -3556,11 +3811,22 @@ BEGIN
         PERFORM _jobs_invalid('jobs_next_start', 'queue', 'must be a non-empty string of at most 200 bytes');
     END IF;
 
-    SELECT q.max_starts, q.per INTO v_q
+    SELECT q.max_starts, q.per, q.rate_per_key INTO v_q
     FROM jobs_queues q
     WHERE q.queue = jobs_next_start.queue AND NOT q.paused AND q.max_starts IS NOT NULL;
     IF NOT FOUND THEN
         RETURN NULL;
+    END IF;
+
+    IF v_q.rate_per_key THEN
+        -- Per key, the same rule: the (n - max_starts + 1)th oldest start of each full key.
+        RETURN (SELECT min(t.started_at) + v_q.per
+                FROM (SELECT s.started_at,
+                             count(*) OVER (PARTITION BY s.concurrency_key) AS n,
+                             row_number() OVER (PARTITION BY s.concurrency_key ORDER BY s.started_at) AS rn
+                      FROM jobs_queue_starts s
+                      WHERE s.queue = jobs_next_start.queue AND s.started_at > now() - v_q.per) t
+                WHERE t.n >= v_q.max_starts AND t.rn = t.n - v_q.max_starts + 1);
     END IF;
 
     -- The claim counts every start after its now() - per; a start is allowed once fewer
@@ -3709,11 +3975,12 @@ BEGIN
     RETURN EXISTS (
         SELECT FROM jobs_queues q
         WHERE q.queue = jobs_queue_limited.queue
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL));
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+               OR q.fair OR q.ordered));
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_queue_limited(queue text) IS 'skiplock: whether the queue has a concurrency or rate limit; workers claim no more than their free slots from such a queue.';
+COMMENT ON FUNCTION skiplock.jobs_queue_limited(queue text) IS 'skiplock: whether the queue has a concurrency or rate limit, fair sharing or ordered keys; workers claim no more than their free slots from such a queue.';
 
 CREATE FUNCTION skiplock.jobs_requeue_expired() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3850,7 +4117,8 @@ BEGIN
 
     DELETE FROM jobs_queues q
     WHERE q.queue = jobs_resume.queue
-      AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL;
+      AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+      AND NOT q.fair AND NOT q.ordered;
     PERFORM pg_notify('jobs_ready', jobs_resume.queue);
     RETURN true;
 END;
@@ -4378,7 +4646,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock.jobs_schedule_tick() IS 'skiplock: enqueues one job per due schedule (the latest missed instant after downtime) and advances it; exactly once per instant.';
 
-CREATE FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer DEFAULT NULL::integer) RETURNS void
+CREATE FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer DEFAULT NULL::integer, fair boolean DEFAULT NULL::boolean, ordered boolean DEFAULT NULL::boolean) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -4395,23 +4663,29 @@ BEGIN
         PERFORM _jobs_invalid('jobs_set_concurrency', 'per_key', 'must be NULL (no limit) or at least 1');
     END IF;
 
-    INSERT INTO jobs_queues AS q (queue, max_running, per_key)
-    VALUES (jobs_set_concurrency.queue, jobs_set_concurrency.max_running, jobs_set_concurrency.per_key)
+    INSERT INTO jobs_queues AS q (queue, max_running, per_key, fair, ordered)
+    VALUES (jobs_set_concurrency.queue, jobs_set_concurrency.max_running, jobs_set_concurrency.per_key,
+            coalesce(jobs_set_concurrency.fair, false), coalesce(jobs_set_concurrency.ordered, false))
     ON CONFLICT (queue) DO UPDATE
     SET max_running = excluded.max_running,
         per_key = excluded.per_key,
+        fair = coalesce(jobs_set_concurrency.fair, q.fair),
+        ordered = coalesce(jobs_set_concurrency.ordered, q.ordered),
+        -- A fair queue starts its turns anew.
+        rr_cursor = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_cursor END,
         updated_at = now();
 
     DELETE FROM jobs_queues q
     WHERE q.queue = jobs_set_concurrency.queue
-      AND NOT q.paused AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL;
+      AND NOT q.paused AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+      AND NOT q.fair AND NOT q.ordered;
     PERFORM pg_notify('jobs_ready', jobs_set_concurrency.queue);
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) IS 'skiplock: caps how many jobs of a queue run at once (max_running) and per concurrency_key (per_key), exactly and cluster-wide; NULL removes a cap.';
+COMMENT ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer, fair boolean, ordered boolean) IS 'skiplock: caps how many jobs of a queue run at once (max_running) and per concurrency_key (per_key), exactly and cluster-wide (NULL removes a cap); fair shares claims round-robin across keys, ordered runs each key''s jobs one at a time in enqueue order (NULL keeps the setting).';
 
-CREATE FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) RETURNS void
+CREATE FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval, per_key boolean DEFAULT false) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -4429,26 +4703,32 @@ BEGIN
             OR jobs_set_rate_limit.per > interval '100 years') THEN
         PERFORM _jobs_invalid('jobs_set_rate_limit', 'per', 'must be a positive interval of at most 100 years');
     END IF;
+    IF jobs_set_rate_limit.per_key IS NULL THEN
+        PERFORM _jobs_invalid('jobs_set_rate_limit', 'per_key', 'must be true or false');
+    END IF;
 
-    INSERT INTO jobs_queues AS q (queue, max_starts, per)
+    INSERT INTO jobs_queues AS q (queue, max_starts, per, rate_per_key)
     VALUES (jobs_set_rate_limit.queue, jobs_set_rate_limit.max_starts,
-            CASE WHEN jobs_set_rate_limit.max_starts IS NOT NULL THEN jobs_set_rate_limit.per END)
+            CASE WHEN jobs_set_rate_limit.max_starts IS NOT NULL THEN jobs_set_rate_limit.per END,
+            jobs_set_rate_limit.max_starts IS NOT NULL AND jobs_set_rate_limit.per_key)
     ON CONFLICT (queue) DO UPDATE
     SET max_starts = excluded.max_starts,
         per = excluded.per,
+        rate_per_key = excluded.rate_per_key,
         updated_at = now();
 
     IF jobs_set_rate_limit.max_starts IS NULL THEN
         DELETE FROM jobs_queue_starts s WHERE s.queue = jobs_set_rate_limit.queue;
         DELETE FROM jobs_queues q
         WHERE q.queue = jobs_set_rate_limit.queue
-          AND NOT q.paused AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL;
+          AND NOT q.paused AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+          AND NOT q.fair AND NOT q.ordered;
     END IF;
     PERFORM pg_notify('jobs_ready', jobs_set_rate_limit.queue);
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) IS 'skiplock: caps how many jobs of a queue are claimed in any window of length per (max_starts); NULL max_starts removes it.';
+COMMENT ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval, per_key boolean) IS 'skiplock: caps how many jobs of a queue (per_key: of each concurrency_key) are claimed in any window of length per (max_starts); NULL max_starts removes it.';
 
 CREATE FUNCTION skiplock.jobs_set_shard(shard integer) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4668,10 +4948,13 @@ ALTER TABLE skiplock.jobs ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
 
 CREATE TABLE skiplock.jobs_queue_starts (
     queue text NOT NULL,
-    started_at timestamp with time zone NOT NULL
+    started_at timestamp with time zone NOT NULL,
+    concurrency_key text
 );
 
 COMMENT ON TABLE skiplock.jobs_queue_starts IS 'skiplock (private): start times of the last window of each rate-limited queue, read by jobs_claim and jobs_next_start.';
+
+COMMENT ON COLUMN skiplock.jobs_queue_starts.concurrency_key IS 'skiplock: the started job''s concurrency_key (counted per key when the queue''s rate_per_key is set).';
 
 CREATE TABLE skiplock.jobs_queued (
     queue text NOT NULL,
@@ -4692,6 +4975,10 @@ CREATE TABLE skiplock.jobs_queues (
     max_starts integer,
     per interval,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    fair boolean DEFAULT false NOT NULL,
+    ordered boolean DEFAULT false NOT NULL,
+    rate_per_key boolean DEFAULT false NOT NULL,
+    rr_cursor text,
     CONSTRAINT jobs_queues_max_running_valid CHECK ((max_running >= 1)),
     CONSTRAINT jobs_queues_per_key_valid CHECK ((per_key >= 1)),
     CONSTRAINT jobs_queues_queue_valid CHECK (((queue <> ''::text) AND (octet_length(queue) <= 200))),
@@ -4699,6 +4986,14 @@ CREATE TABLE skiplock.jobs_queues (
 );
 
 COMMENT ON TABLE skiplock.jobs_queues IS 'skiplock per-queue settings: paused, concurrency limits (max_running, per_key) and rate limit (max_starts per per). Change only through jobs_pause, jobs_resume, jobs_set_concurrency, jobs_set_rate_limit.';
+
+COMMENT ON COLUMN skiplock.jobs_queues.fair IS 'skiplock: claims take the ready jobs round-robin across concurrency_keys (jobs_set_concurrency''s fair).';
+
+COMMENT ON COLUMN skiplock.jobs_queues.ordered IS 'skiplock: jobs sharing a concurrency_key run one at a time in id order (jobs_set_concurrency''s ordered).';
+
+COMMENT ON COLUMN skiplock.jobs_queues.rate_per_key IS 'skiplock: max_starts per per counts the starts of each concurrency_key (jobs_set_rate_limit''s per_key).';
+
+COMMENT ON COLUMN skiplock.jobs_queues.rr_cursor IS 'skiplock (private): the concurrency_key a fair queue''s last claim took last (NULL: start from the first key).';
 
 CREATE TABLE skiplock.jobs_schedules (
     name text NOT NULL,
@@ -4803,6 +5098,10 @@ CREATE INDEX jobs_dependencies_child_idx ON skiplock.jobs_dependencies USING btr
 CREATE INDEX jobs_dependencies_waiting_idx ON skiplock.jobs_dependencies USING btree (child_id) WHERE (NOT resolved);
 
 CREATE INDEX jobs_queue_starts_idx ON skiplock.jobs_queue_starts USING btree (queue, started_at);
+
+CREATE INDEX jobs_queue_starts_key_idx ON skiplock.jobs_queue_starts USING btree (queue, concurrency_key, started_at);
+
+CREATE INDEX jobs_queued_key_id_idx ON skiplock.jobs_queued USING btree (queue, concurrency_key, id) WHERE (concurrency_key IS NOT NULL);
 
 CREATE INDEX jobs_ready_idx ON skiplock.jobs_queued USING btree (queue, priority, run_at, id);
 
@@ -5013,11 +5312,11 @@ REVOKE ALL ON FUNCTION skiplock.jobs_schedule_tick() FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_schedule_tick() TO jobs_worker;
 GRANT ALL ON FUNCTION skiplock.jobs_schedule_tick() TO jobs_admin;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer) TO jobs_admin;
+REVOKE ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer, fair boolean, ordered boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_set_concurrency(queue text, max_running integer, per_key integer, fair boolean, ordered boolean) TO jobs_admin;
 
-REVOKE ALL ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval) TO jobs_admin;
+REVOKE ALL ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval, per_key boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION skiplock.jobs_set_rate_limit(queue text, max_starts integer, per interval, per_key boolean) TO jobs_admin;
 
 REVOKE ALL ON FUNCTION skiplock.jobs_set_shard(shard integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION skiplock.jobs_set_shard(shard integer) TO jobs_admin;

@@ -92,34 +92,53 @@ DECLARE
     v_ids         bigint[]      := '{}';
     v_pris        integer[]     := '{}';
     v_run_ats     timestamptz[] := '{}';
-    -- Keyed and unkeyed candidates of one per_key queue.
+    -- Candidates of one queue of the key walk.
     v_krows       tid[];
     v_kids        bigint[];
     v_kpris       integer[];
     v_kruns       timestamptz[];
+    -- The queue's running jobs per concurrency_key (per_key and ordered queues).
+    v_run_keys    text[];
+    v_run_ns      integer[];
     v_urows       tid[];
     v_uids        bigint[];
     v_upris       integer[];
     v_uruns       timestamptz[];
-    v_n           integer;
+    -- Fair queues: the walk's state.
+    v_k           record;
+    v_room        integer;
+    v_taken       integer;
+    v_got         integer;
+    v_round_keys  integer;
+    v_share       integer;
+    v_tkeys       text[];
+    v_tns         integer[];
+    v_pos         integer;
+    v_last        text;
+    v_moved       boolean;
+    v_none_unkeyed boolean;
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
     IF _jobs_claim_limited.skip_locked_queues THEN
         OPEN v_settings FOR
-            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per, q.fair, q.ordered,
+                   q.rate_per_key, q.rr_cursor
             FROM jobs_queues q
             WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
-              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                   OR q.fair OR q.ordered)
             ORDER BY q.queue
             FOR UPDATE SKIP LOCKED;
     ELSE
         OPEN v_settings FOR
-            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per
+            SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per, q.fair, q.ordered,
+                   q.rate_per_key, q.rr_cursor
             FROM jobs_queues q
             WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
-              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+              AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                   OR q.fair OR q.ordered)
             ORDER BY q.queue
             FOR UPDATE;
     END IF;
@@ -148,21 +167,27 @@ BEGIN
             -- every start after now() - per, later ones included, bounds every such window.
             -- The log is trimmed by its latest start, never by now(), and a claim whose now()
             -- is a whole window behind the latest start takes nothing: the starts it would
-            -- have to count are then never trimmed before it looks.
+            -- have to count are then never trimmed before it looks. With rate_per_key the
+            -- same holds of each key's starts (the log is the queue's, trimmed by the
+            -- queue's latest start, which is no earlier than any key's): counted in the key
+            -- walk below.
             SELECT max(s.started_at) INTO v_at FROM jobs_queue_starts s WHERE s.queue = v_q.queue;
             IF now() <= v_at - v_q.per THEN
                 v_budget := 0;
             ELSE
                 DELETE FROM jobs_queue_starts s WHERE s.queue = v_q.queue AND s.started_at <= v_at - 2 * v_q.per;
-                v_budget := least(v_budget, v_q.max_starts - (
-                    SELECT count(*)::integer FROM jobs_queue_starts s
-                    WHERE s.queue = v_q.queue AND s.started_at > now() - v_q.per));
+                IF NOT v_q.rate_per_key THEN
+                    v_budget := least(v_budget, v_q.max_starts - (
+                        SELECT count(*)::integer FROM jobs_queue_starts s
+                        WHERE s.queue = v_q.queue AND s.started_at > now() - v_q.per));
+                END IF;
             END IF;
             v_rate_queues := v_rate_queues || v_q.queue;
         END IF;
         CONTINUE WHEN v_budget <= 0;
 
-        IF v_q.per_key IS NULL THEN
+        IF v_q.per_key IS NULL AND NOT v_q.fair AND NOT v_q.ordered AND NOT v_q.rate_per_key THEN
+            -- max_running and a queue-wide rate only: the best v_budget ready jobs.
             SELECT v_rows || coalesce(array_agg(c.row), '{}'),
                    v_ids || coalesce(array_agg(c.id), '{}'),
                    v_pris || coalesce(array_agg(c.priority), '{}'),
@@ -178,8 +203,197 @@ BEGIN
             CONTINUE;
         END IF;
 
-        -- per_key: the best jobs of every key with room (a skip scan of jobs_ready_key_idx
-        -- finds the keys), then the best v_budget of those.
+        -- The key walk (per_key, fair, ordered, rate_per_key, any combination). Each key's
+        -- room: how many of its jobs this claim may start, the least of
+        --   per_key minus its running jobs (keyed jobs only),
+        --   1 if ordered and none of its jobs runs, else 0 (keyed jobs only),
+        --   with rate_per_key, max_starts minus its starts in the window (jobs without a key
+        --   are one group),
+        -- and the queue's budget. Running jobs per key: the queue's jobs listed by its
+        -- claims and still running under them, counted once per claim.
+        v_run_keys := '{}';
+        v_run_ns := '{}';
+        IF v_q.per_key IS NOT NULL OR v_q.ordered THEN
+            SELECT coalesce(array_agg(r.key), '{}'), coalesce(array_agg(r.n), '{}')
+            INTO v_run_keys, v_run_ns
+            FROM (SELECT j.concurrency_key AS key, count(*)::integer AS n
+                  FROM jobs_claims c
+                  CROSS JOIN LATERAL unnest(c.ids) AS u(id)
+                  -- One primary-key probe per listed job, whatever the statistics (OFFSET 0
+                  -- keeps the planner from joining the tables another way).
+                  CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
+                  WHERE c.queue = v_q.queue
+                    AND j.claim_id = c.claim_id
+                    AND j.state = 'running'
+                    AND j.concurrency_key IS NOT NULL
+                  GROUP BY j.concurrency_key) r;
+        END IF;
+
+        IF v_q.fair THEN
+            -- Round-robin: the keys of the queue's queued jobs in key order, starting after
+            -- the key the previous claim took last (rr_cursor), then the group of jobs
+            -- without a key, then the keys up to the cursor: one job of each key with room
+            -- per turn. A key probed costs one step of a skip scan and one probe of its jobs;
+            -- the walk stops once the budget is taken. When a whole turn leaves budget over,
+            -- the next turn takes the rest in equal shares of the keys that gave a job.
+            v_taken := 0;
+            v_tkeys := '{}';
+            v_tns := '{}';
+            v_share := 1;
+            v_moved := false;
+            v_none_unkeyed := false;
+            v_krows := '{}';
+            v_kids := '{}';
+            v_kpris := '{}';
+            v_kruns := '{}';
+            LOOP
+                v_round_keys := 0;
+                FOR v_k IN
+                    WITH RECURSIVE after_cursor AS (
+                        (SELECT q.concurrency_key AS key
+                         FROM jobs_queued q
+                         -- Keys are never '' (jobs_enqueue refuses it): '' is before them all.
+                         WHERE q.queue = v_q.queue AND q.concurrency_key > coalesce(v_q.rr_cursor, '')
+                         ORDER BY q.concurrency_key
+                         LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT q.concurrency_key
+                                FROM jobs_queued q
+                                WHERE q.queue = v_q.queue AND q.concurrency_key > a.key
+                                ORDER BY q.concurrency_key
+                                LIMIT 1)
+                        FROM after_cursor a
+                        WHERE a.key IS NOT NULL
+                    ), up_to_cursor AS (
+                        (SELECT q.concurrency_key AS key
+                         FROM jobs_queued q
+                         WHERE q.queue = v_q.queue AND q.concurrency_key > ''
+                           AND v_q.rr_cursor IS NOT NULL
+                         ORDER BY q.concurrency_key
+                         LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT q.concurrency_key
+                                FROM jobs_queued q
+                                WHERE q.queue = v_q.queue AND q.concurrency_key > b.key
+                                ORDER BY q.concurrency_key
+                                LIMIT 1)
+                        FROM up_to_cursor b
+                        WHERE b.key < v_q.rr_cursor
+                    )
+                    SELECT a.key FROM after_cursor a WHERE a.key IS NOT NULL
+                    UNION ALL
+                    SELECT NULL::text
+                    UNION ALL
+                    SELECT b.key FROM up_to_cursor b WHERE b.key <= v_q.rr_cursor
+                LOOP
+                    -- The key's room (see above), less what this claim took of it already.
+                    v_pos := array_position(v_tkeys, v_k.key);
+                    v_room := least(
+                        CASE WHEN v_k.key IS NOT NULL THEN
+                            v_q.per_key - coalesce(v_run_ns[array_position(v_run_keys, v_k.key)], 0)
+                        END,
+                        CASE WHEN v_q.ordered AND v_k.key IS NOT NULL THEN
+                            CASE WHEN coalesce(v_run_ns[array_position(v_run_keys, v_k.key)], 0) > 0 THEN 0 ELSE 1 END
+                        END);
+                    IF v_q.rate_per_key THEN
+                        IF v_k.key IS NULL THEN
+                            v_room := least(v_room, v_q.max_starts - (
+                                SELECT count(*)::integer FROM jobs_queue_starts s
+                                WHERE s.queue = v_q.queue AND s.concurrency_key IS NULL
+                                  AND s.started_at > now() - v_q.per));
+                        ELSE
+                            v_room := least(v_room, v_q.max_starts - (
+                                SELECT count(*)::integer FROM jobs_queue_starts s
+                                WHERE s.queue = v_q.queue AND s.concurrency_key = v_k.key
+                                  AND s.started_at > now() - v_q.per));
+                        END IF;
+                    END IF;
+                    v_room := least(v_room - coalesce(v_tns[v_pos], 0), v_share, v_budget - v_taken);
+                    CONTINUE WHEN v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed);
+
+                    IF v_k.key IS NULL THEN
+                        -- Jobs without a key: among the queue's best (room + 1,000) ready
+                        -- jobs (two statements, so that the bound is an index condition); a
+                        -- turn that finds none does not look again in this claim.
+                        SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                               coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+                        INTO v_krows, v_kids, v_kpris, v_kruns
+                        FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                              FROM jobs_queued q
+                              WHERE q.ctid = ANY (ARRAY(
+                                      SELECT s.row
+                                      FROM (SELECT q2.ctid AS row, q2.id, q2.concurrency_key
+                                            FROM jobs_queued q2
+                                            WHERE q2.queue = v_q.queue
+                                              AND q2.run_at <= now()
+                                            ORDER BY q2.priority, q2.run_at, q2.id
+                                            LIMIT v_room + v_taken + 1000) s
+                                      WHERE s.concurrency_key IS NULL
+                                        AND s.id <> ALL (v_ids)
+                                      LIMIT v_room))
+                              FOR UPDATE SKIP LOCKED) c;
+                    ELSIF v_q.ordered THEN
+                        -- The key's head (lowest id) if it is ready.
+                        SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                               coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+                        INTO v_krows, v_kids, v_kpris, v_kruns
+                        FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                              FROM jobs_queued q
+                              WHERE q.queue = v_q.queue
+                                AND q.concurrency_key = v_k.key
+                                AND q.id = (SELECT h.id FROM jobs_queued h
+                                            WHERE h.queue = v_q.queue AND h.concurrency_key = v_k.key
+                                            ORDER BY h.id
+                                            LIMIT 1)
+                                AND q.run_at <= now()
+                              FOR UPDATE SKIP LOCKED) c;
+                    ELSE
+                        SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
+                               coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
+                        INTO v_krows, v_kids, v_kpris, v_kruns
+                        FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                              FROM jobs_queued q
+                              WHERE q.queue = v_q.queue
+                                AND q.concurrency_key = v_k.key
+                                AND q.run_at <= now()
+                                AND q.id <> ALL (v_ids)
+                              ORDER BY q.priority, q.run_at, q.id
+                              LIMIT v_room
+                              FOR UPDATE SKIP LOCKED) c;
+                    END IF;
+                    v_got := cardinality(v_kids);
+                    v_none_unkeyed := v_none_unkeyed OR (v_k.key IS NULL AND v_got = 0);
+                    CONTINUE WHEN v_got = 0;
+                    v_rows := v_rows || v_krows;
+                    v_ids := v_ids || v_kids;
+                    v_pris := v_pris || v_kpris;
+                    v_run_ats := v_run_ats || v_kruns;
+                    v_taken := v_taken + v_got;
+                    IF v_pos IS NULL THEN
+                        v_tkeys := v_tkeys || v_k.key;
+                        v_tns := v_tns || v_got;
+                    ELSE
+                        v_tns[v_pos] := v_tns[v_pos] + v_got;
+                    END IF;
+                    v_round_keys := v_round_keys + 1;
+                    v_last := v_k.key;
+                    v_moved := true;
+                    EXIT WHEN v_taken >= v_budget;
+                END LOOP;
+                EXIT WHEN v_taken >= v_budget OR v_round_keys = 0;
+                v_share := ceil((v_budget - v_taken)::numeric / v_round_keys)::integer;
+            END LOOP;
+            -- The next claim starts after the key taken last (NULL: the group without a key
+            -- was last, so the next turn starts at the first key).
+            IF v_moved THEN
+                UPDATE jobs_queues q SET rr_cursor = v_last WHERE q.queue = v_q.queue;
+            END IF;
+            CONTINUE;
+        END IF;
+
+        -- Not fair: the best jobs of every key with room are candidates (a skip scan of the
+        -- queue's keys, one probe of each key's jobs), then the best v_budget of them and of
+        -- the jobs without a key, in (priority, run_at, id) order.
         WITH RECURSIVE keys AS (
             (SELECT q.concurrency_key AS key
              FROM jobs_queued q
@@ -194,49 +408,78 @@ BEGIN
                     LIMIT 1)
             FROM keys k
             WHERE k.key IS NOT NULL
-        ), running AS (
-            -- The queue's jobs listed by its claims and still running under them.
-            SELECT j.concurrency_key AS key, count(*)::integer AS n
-            FROM jobs_claims c
-            CROSS JOIN LATERAL unnest(c.ids) AS u(id)
-            -- One primary-key probe per listed job, whatever the statistics (OFFSET 0 keeps
-            -- the planner from joining the tables another way).
-            CROSS JOIN LATERAL (SELECT * FROM jobs j1 WHERE j1.id = u.id OFFSET 0) j
-            WHERE c.queue = v_q.queue
-              AND j.claim_id = c.claim_id
-              AND j.state = 'running'
-              AND j.concurrency_key IS NOT NULL
-            GROUP BY j.concurrency_key
+        ), rooms AS (
+            SELECT k.key,
+                   least(v_budget,
+                         v_q.per_key - coalesce(v_run_ns[array_position(v_run_keys, k.key)], 0),
+                         CASE WHEN v_q.ordered THEN
+                             CASE WHEN coalesce(v_run_ns[array_position(v_run_keys, k.key)], 0) > 0 THEN 0 ELSE 1 END
+                         END,
+                         CASE WHEN v_q.rate_per_key THEN
+                             v_q.max_starts - (SELECT count(*)::integer FROM jobs_queue_starts s
+                                               WHERE s.queue = v_q.queue AND s.concurrency_key = k.key
+                                                 AND s.started_at > now() - v_q.per)
+                         END) AS n
+            FROM keys k
+            WHERE k.key IS NOT NULL
         ), picked AS (
             SELECT c.row, c.id, c.priority, c.run_at
-            FROM keys k
-            LEFT JOIN running r ON r.key = k.key
+            FROM rooms r
             CROSS JOIN LATERAL (
                 SELECT q.ctid AS row, q.id, q.priority, q.run_at
                 FROM jobs_queued q
-                WHERE q.queue = v_q.queue
-                  AND q.concurrency_key = k.key
+                WHERE NOT v_q.ordered
+                  AND q.queue = v_q.queue
+                  AND q.concurrency_key = r.key
                   AND q.run_at <= now()
                 ORDER BY q.priority, q.run_at, q.id
-                LIMIT greatest(0, least(v_budget, v_q.per_key - coalesce(r.n, 0)))
+                LIMIT greatest(0, r.n)
                 FOR UPDATE SKIP LOCKED
             ) c
-            WHERE k.key IS NOT NULL
-            ORDER BY c.priority, c.run_at, c.id
-            LIMIT v_budget
+            UNION ALL
+            -- Ordered: the key's head (lowest id), if it is ready and the key has room.
+            SELECT c.row, c.id, c.priority, c.run_at
+            FROM rooms r
+            CROSS JOIN LATERAL (
+                SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                FROM jobs_queued q
+                WHERE v_q.ordered
+                  AND r.n > 0
+                  AND q.queue = v_q.queue
+                  AND q.concurrency_key = r.key
+                  AND q.id = (SELECT h.id FROM jobs_queued h
+                              WHERE h.queue = v_q.queue AND h.concurrency_key = r.key
+                              ORDER BY h.id
+                              LIMIT 1)
+                  AND q.run_at <= now()
+                FOR UPDATE SKIP LOCKED
+            ) c
         )
         SELECT coalesce(array_agg(p.row ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.id ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.priority ORDER BY p.priority, p.run_at, p.id), '{}'),
                coalesce(array_agg(p.run_at ORDER BY p.priority, p.run_at, p.id), '{}')
         INTO v_krows, v_kids, v_kpris, v_kruns
-        FROM picked p;
+        FROM (SELECT * FROM picked p ORDER BY p.priority, p.run_at, p.id LIMIT v_budget) p;
 
-        -- Jobs without a key: only those ahead of the last keyed candidate can make the
-        -- cut when there are enough keyed ones; otherwise look a bounded way ahead (two
-        -- statements, so that the bound is an index condition, not a filter).
-        v_n := cardinality(v_kids);
-        IF v_n >= v_budget THEN
+        -- Jobs without a key (their own group for rate_per_key; per_key and ordered do not
+        -- bind them): only those ahead of the last keyed candidate can make the cut when
+        -- there are enough keyed ones; otherwise look a bounded way ahead (two statements,
+        -- so that the bound is an index condition, not a filter).
+        v_room := v_budget;
+        IF v_q.rate_per_key THEN
+            v_room := least(v_room, v_q.max_starts - (
+                SELECT count(*)::integer FROM jobs_queue_starts s
+                WHERE s.queue = v_q.queue AND s.concurrency_key IS NULL
+                  AND s.started_at > now() - v_q.per));
+        END IF;
+        v_got := cardinality(v_kids);
+        IF v_room <= 0 THEN
+            v_urows := '{}';
+            v_uids := '{}';
+            v_upris := '{}';
+            v_uruns := '{}';
+        ELSIF v_got >= v_budget THEN
             SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                    coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
             INTO v_urows, v_uids, v_upris, v_uruns
@@ -248,11 +491,11 @@ BEGIN
                                 FROM jobs_queued q2
                                 WHERE q2.queue = v_q.queue
                                   AND q2.run_at <= now()
-                                  AND (q2.priority, q2.run_at, q2.id) < (v_kpris[v_n], v_kruns[v_n], v_kids[v_n])
+                                  AND (q2.priority, q2.run_at, q2.id) < (v_kpris[v_got], v_kruns[v_got], v_kids[v_got])
                                 ORDER BY q2.priority, q2.run_at, q2.id
                                 LIMIT v_budget + 100) s
                           WHERE s.concurrency_key IS NULL
-                          LIMIT v_budget))
+                          LIMIT v_room))
                   FOR UPDATE SKIP LOCKED) c;
         ELSE
             SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
@@ -268,7 +511,8 @@ BEGIN
                                   AND q2.run_at <= now()
                                 ORDER BY q2.priority, q2.run_at, q2.id
                                 LIMIT v_budget + 100) s
-                          WHERE s.concurrency_key IS NULL))
+                          WHERE s.concurrency_key IS NULL
+                          LIMIT v_room))
                   FOR UPDATE SKIP LOCKED) c;
         END IF;
 
@@ -296,6 +540,7 @@ BEGIN
               AND (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
               AND q.max_running IS NOT NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+              AND NOT q.fair AND NOT q.ordered
             ORDER BY q.queue
         LOOP
             v_budget := least(_jobs_claim_limited.max_jobs, v_q.n, v_q.max_running - (
@@ -341,7 +586,7 @@ BEGIN
               AND NOT EXISTS (SELECT FROM jobs_queues s
                               WHERE s.queue = w.queue
                                 AND (s.paused OR s.max_running IS NOT NULL OR s.per_key IS NOT NULL
-                                     OR s.max_starts IS NOT NULL))
+                                     OR s.max_starts IS NOT NULL OR s.fair OR s.ordered))
         ), candidates AS (
             SELECT c.row, c.id, c.priority, c.run_at
             FROM unlimited u
@@ -365,9 +610,11 @@ BEGIN
     WITH claimed AS (
         SELECT * FROM _jobs_claim_take(_jobs_claim_limited.worker, _jobs_claim_limited.lease, v_rows)
     ), logged AS (
-        INSERT INTO jobs_queue_starts (queue, started_at)
-        SELECT c.queue, now()
+        INSERT INTO jobs_queue_starts (queue, started_at, concurrency_key)
+        SELECT c.queue, now(), j.concurrency_key
         FROM claimed c
+        -- The job's key (one jobs_pkey probe per start; a key never changes).
+        CROSS JOIN LATERAL (SELECT j1.concurrency_key FROM jobs j1 WHERE j1.id = c.id OFFSET 0) j
         WHERE c.queue = ANY (v_rate_queues)
     )
     SELECT * FROM claimed c ORDER BY c.priority, c.run_at, c.id;

@@ -7,6 +7,11 @@
 --           claim came back short sleeps until then (minus clock_timestamp()) instead of
 --           polling. Concurrency limits are not reflected: a slot frees when a job leaves
 --           running, which no clock predicts.
+--           A rate limit per key (jobs_set_rate_limit's per_key): the earliest time at which
+--           one of the keys whose window is full (jobs without a key being one group) may
+--           start again, or NULL when no key's window is full: a claim that came back short
+--           was then cut by something else (no ready job of a key with budget, a concurrency
+--           limit, an ordered key), which no clock predicts either.
 -- Locks:    none (a snapshot read; a claim may take the budget first).
 -- States:   none.
 -- Time:     now() (transaction start): called in the claim's transaction, it sees the
@@ -29,11 +34,22 @@ BEGIN
         PERFORM _jobs_invalid('jobs_next_start', 'queue', 'must be a non-empty string of at most 200 bytes');
     END IF;
 
-    SELECT q.max_starts, q.per INTO v_q
+    SELECT q.max_starts, q.per, q.rate_per_key INTO v_q
     FROM jobs_queues q
     WHERE q.queue = jobs_next_start.queue AND NOT q.paused AND q.max_starts IS NOT NULL;
     IF NOT FOUND THEN
         RETURN NULL;
+    END IF;
+
+    IF v_q.rate_per_key THEN
+        -- Per key, the same rule: the (n - max_starts + 1)th oldest start of each full key.
+        RETURN (SELECT min(t.started_at) + v_q.per
+                FROM (SELECT s.started_at,
+                             count(*) OVER (PARTITION BY s.concurrency_key) AS n,
+                             row_number() OVER (PARTITION BY s.concurrency_key ORDER BY s.started_at) AS rn
+                      FROM jobs_queue_starts s
+                      WHERE s.queue = jobs_next_start.queue AND s.started_at > now() - v_q.per) t
+                WHERE t.n >= v_q.max_starts AND t.rn = t.n - v_q.max_starts + 1);
     END IF;
 
     -- The claim counts every start after its now() - per; a start is allowed once fewer

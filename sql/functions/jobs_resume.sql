@@ -32,7 +32,8 @@ BEGIN
 
     DELETE FROM jobs_queues q
     WHERE q.queue = jobs_resume.queue
-      AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL;
+      AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+      AND NOT q.fair AND NOT q.ordered;
     PERFORM pg_notify('jobs_ready', jobs_resume.queue);
     RETURN true;
 END;

@@ -1,15 +1,27 @@
--- jobs_set_concurrency: sets or removes a queue's concurrency limits.
+-- jobs_set_concurrency: sets or removes a queue's concurrency limits, fair sharing between
+-- its keys and ordered keys.
 --
 -- Promises: from the commit on, claims that start afterwards keep at most max_running jobs
 --           of the queue running at any instant, across every worker and process, and at
 --           most per_key running jobs sharing one concurrency_key (jobs without a key count
---           against max_running only). NULL means no limit of that kind; both NULL removes
---           the limits (and the queue's jobs_queues row when nothing else is set on it).
---           A limit below the running count stops new claims of the queue until running
---           falls below it; nothing running is touched. Jobs claimed before the commit (or
---           by a claim already under way) may exceed a new limit while they run. NOTIFYs
---           jobs_ready with the queue name, at commit, so workers that a lower or no limit
---           now lets claim do so at once.
+--           against max_running only). NULL means no limit of that kind. A limit below the
+--           running count stops new claims of the queue until running falls below it;
+--           nothing running is touched. Jobs claimed before the commit (or by a claim
+--           already under way) may exceed a new limit while they run.
+--           fair true: claims of the queue take its ready jobs round-robin across
+--           concurrency_keys, one job per key per turn (priority, run_at, id still order the
+--           jobs of a key), from where the queue's previous claim stopped; jobs without a key
+--           are one group of their own in the turn. A key with 100,000 queued jobs does not
+--           starve one with 10. ordered true: the queued jobs sharing a concurrency_key run
+--           one at a time in id (enqueue) order; a job of the key queued for its retry (after
+--           jobs_fail, jobs_snooze, or requeued after its lease expired) holds back the later
+--           ones until it is done, dead or cancelled. Jobs without a key are not ordered. See
+--           _jobs_claim_limited for both. fair or ordered NULL (the default) leaves that
+--           setting as it is, so a call with two or three arguments does not switch either
+--           off; false switches it off.
+--           The queue's jobs_queues row is removed once nothing is set on it (no pause, no
+--           limit, fair and ordered off). NOTIFYs jobs_ready with the queue name, at commit,
+--           so workers that the new settings let claim do so at once.
 -- Locks:    the queue's jobs_queues row until the transaction ends; waits for a claim
 --           holding it.
 -- States:   none of the jobs.
@@ -19,7 +31,9 @@
 CREATE OR REPLACE FUNCTION jobs_set_concurrency(
     queue       text,
     max_running integer,
-    per_key     integer DEFAULT NULL
+    per_key     integer DEFAULT NULL,
+    fair        boolean DEFAULT NULL,
+    ordered     boolean DEFAULT NULL
 )
 RETURNS void
 LANGUAGE plpgsql
@@ -39,19 +53,25 @@ BEGIN
         PERFORM _jobs_invalid('jobs_set_concurrency', 'per_key', 'must be NULL (no limit) or at least 1');
     END IF;
 
-    INSERT INTO jobs_queues AS q (queue, max_running, per_key)
-    VALUES (jobs_set_concurrency.queue, jobs_set_concurrency.max_running, jobs_set_concurrency.per_key)
+    INSERT INTO jobs_queues AS q (queue, max_running, per_key, fair, ordered)
+    VALUES (jobs_set_concurrency.queue, jobs_set_concurrency.max_running, jobs_set_concurrency.per_key,
+            coalesce(jobs_set_concurrency.fair, false), coalesce(jobs_set_concurrency.ordered, false))
     ON CONFLICT (queue) DO UPDATE
     SET max_running = excluded.max_running,
         per_key = excluded.per_key,
+        fair = coalesce(jobs_set_concurrency.fair, q.fair),
+        ordered = coalesce(jobs_set_concurrency.ordered, q.ordered),
+        -- A fair queue starts its turns anew.
+        rr_cursor = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_cursor END,
         updated_at = now();
 
     DELETE FROM jobs_queues q
     WHERE q.queue = jobs_set_concurrency.queue
-      AND NOT q.paused AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL;
+      AND NOT q.paused AND q.max_running IS NULL AND q.per_key IS NULL AND q.max_starts IS NULL
+      AND NOT q.fair AND NOT q.ordered;
     PERFORM pg_notify('jobs_ready', jobs_set_concurrency.queue);
 END;
 $$;
 
-COMMENT ON FUNCTION jobs_set_concurrency(text, integer, integer) IS
-    'skiplock: caps how many jobs of a queue run at once (max_running) and per concurrency_key (per_key), exactly and cluster-wide; NULL removes a cap.';
+COMMENT ON FUNCTION jobs_set_concurrency(text, integer, integer, boolean, boolean) IS
+    'skiplock: caps how many jobs of a queue run at once (max_running) and per concurrency_key (per_key), exactly and cluster-wide (NULL removes a cap); fair shares claims round-robin across keys, ordered runs each key''s jobs one at a time in enqueue order (NULL keeps the setting).';

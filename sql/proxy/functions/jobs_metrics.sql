@@ -9,7 +9,7 @@
 --           shard has an estimate; jobs_created_total the sum of the shards'), the largest
 --           oldest_ready_age_s, paused when any shard pauses the queue, and each limit
 --           (max_running, per_key, max_starts, per) when every shard has the same one,
---           else NULL.
+--           else NULL; fair, ordered and rate_per_key when every shard sets them.
 -- Locks:    none. States: none.
 -- Errors:   when a shard is down, PL/Proxy's connection error naming it: a partial answer
 --           would look like jobs that vanished.
@@ -29,7 +29,10 @@ AS $$
            CASE WHEN m.queue IS NOT NULL AND count(DISTINCT m.per_key) <= 1 AND count(m.per_key) IN (0, count(*)) THEN max(m.per_key) END,
            CASE WHEN m.queue IS NOT NULL AND count(DISTINCT m.max_starts) <= 1 AND count(m.max_starts) IN (0, count(*)) THEN max(m.max_starts) END,
            CASE WHEN m.queue IS NOT NULL AND count(DISTINCT m.per) <= 1 AND count(m.per) IN (0, count(*)) THEN max(m.per) END,
-           sum(m.waiting)::bigint
+           sum(m.waiting)::bigint,
+           CASE WHEN m.queue IS NOT NULL THEN bool_and(m.fair) END,
+           CASE WHEN m.queue IS NOT NULL THEN bool_and(m.ordered) END,
+           CASE WHEN m.queue IS NOT NULL THEN bool_and(m.rate_per_key) END
     FROM m
     GROUP BY m.queue
     ORDER BY m.queue NULLS LAST

@@ -8,7 +8,8 @@
 -- States:   as the shard's function.
 -- Errors:   the shard's errors; when the shard is down, PL/Proxy's connection error naming
 --           the shard's partition and connection string.
-CREATE OR REPLACE FUNCTION jobs_set_rate_limit(queue text, max_starts integer, per interval)
+CREATE OR REPLACE FUNCTION jobs_set_rate_limit(queue text, max_starts integer, per interval,
+                                               per_key boolean DEFAULT false)
 RETURNS void
 LANGUAGE plproxy
 SET search_path FROM CURRENT

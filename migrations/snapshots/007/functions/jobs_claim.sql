@@ -89,7 +89,8 @@ BEGIN
     IF EXISTS (
         SELECT FROM jobs_queues q
         WHERE (jobs_claim.queues IS NULL OR q.queue = ANY (jobs_claim.queues))
-          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+               OR q.fair OR q.ordered)
     ) THEN
         RETURN QUERY
         SELECT * FROM _jobs_claim_limited(jobs_claim.worker, jobs_claim.max_jobs, jobs_claim.queues, jobs_claim.lease);

@@ -14,7 +14,7 @@
 --           once instead of waiting behind it, and their leases cannot lapse meanwhile. Such
 --           a queue gives only the slots this call's completions handed over (as many of its
 --           jobs as it completed of that queue, when the queue has max_running and no other
---           limit: the queue's running total does not grow, so no lock is needed; see
+--           limit, nor fair sharing or ordered keys: the queue's running total does not grow, so no lock is needed; see
 --           _jobs_claim_limited), else nothing. So claiming fewer than max_jobs (even none)
 --           from a limited queue does not mean that it has no ready job or no free slot: a
 --           caller that wants the rest claims them with jobs_claim, which waits its turn. The
@@ -129,7 +129,8 @@ BEGIN
     v_limited := jobs_complete_and_claim.max_jobs > 0 AND EXISTS (
         SELECT FROM jobs_queues q
         WHERE (jobs_complete_and_claim.queues IS NULL OR q.queue = ANY (jobs_complete_and_claim.queues))
-          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+               OR q.fair OR q.ordered)
     );
     IF v_limited AND cardinality(jobs_complete_and_claim.ids) > 0 THEN
         -- The pairs' queues, read before completing (a completion may delete the row; a
@@ -157,7 +158,8 @@ BEGIN
         v_limited := EXISTS (
             SELECT FROM jobs_queues q
             WHERE (jobs_complete_and_claim.queues IS NULL OR q.queue = ANY (jobs_complete_and_claim.queues))
-              AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL)
+              AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                   OR q.fair OR q.ordered)
         );
     END IF;
 

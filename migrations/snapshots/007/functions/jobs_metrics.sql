@@ -31,6 +31,10 @@
 --                                 and NULLs without a row); a paused or limited queue is
 --                                 listed even with no jobs; NULL on the NULL-queue row
 --             waiting             jobs waiting for a parent (depends_on) to finish
+--             fair, ordered, rate_per_key
+--                                 the queue's flow shaping from jobs_queues (jobs_set_concurrency's
+--                                 fair and ordered, jobs_set_rate_limit's per_key; false
+--                                 without a row); NULL on the NULL-queue row
 -- Cost:     no finished row is read: queued jobs from jobs_queued, running ones from the
 --           jobs jobs_claims lists (one jobs_pkey probe each), waiting ones through their
 --           unresolved jobs_dependencies rows (one probe each), dead and cancelled ones from
@@ -139,7 +143,8 @@ BEGIN
            p.done_estimate,
            extract(epoch FROM now() - p.oldest_ready)::double precision,
            NULL::bigint,
-           coalesce(s.paused, false), s.max_running, s.per_key, s.max_starts, s.per, p.waiting
+           coalesce(s.paused, false), s.max_running, s.per_key, s.max_starts, s.per, p.waiting,
+           coalesce(s.fair, false), coalesce(s.ordered, false), coalesce(s.rate_per_key, false)
     FROM per_queue p
     LEFT JOIN jobs_queues s ON s.queue = p.queue
     -- A queue known only from stale statistics, with nothing left in it and no settings, is
@@ -161,7 +166,8 @@ BEGIN
            extract(epoch FROM now() - min(p.oldest_ready))::double precision,
            coalesce(pg_sequence_last_value(pg_get_serial_sequence('jobs', 'id')::regclass), 0),
            NULL::boolean, NULL::integer, NULL::integer, NULL::integer, NULL::interval,
-           coalesce(sum(p.waiting), 0)::bigint
+           coalesce(sum(p.waiting), 0)::bigint,
+           NULL::boolean, NULL::boolean, NULL::boolean
     FROM per_queue p
     ORDER BY 1 NULLS LAST;
 END;
