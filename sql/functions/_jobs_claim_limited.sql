@@ -1,4 +1,4 @@
--- _jobs_claim_limited: jobs_claim when a requested queue is paused or limited.
+-- _jobs_claim_limited: jobs_claim when a requested queue is paused, limited or shaped.
 --
 -- Promises: what jobs_claim promises (its arguments are already checked), and that no claim
 --           takes a job of a paused queue or takes a queue over its limits:
@@ -6,7 +6,30 @@
 --           - per_key: at most that many running jobs of the queue share a concurrency_key
 --             (jobs without a key count against max_running only);
 --           - max_starts per per: in any window of length per, at most max_starts jobs of
---             the queue are claimed.
+--             the queue are claimed; with rate_per_key, at most max_starts jobs of each
+--             concurrency_key (jobs without a key being one group of their own);
+--           - ordered: a key's jobs run one at a time in id order: a key is claimable only
+--             while none of its jobs runs and its lowest-id queued job (its head, whatever
+--             its run_at or priority) is ready; then the head is the job taken. A head queued
+--             for its retry (jobs_fail, jobs_snooze, jobs_requeue_expired) holds back the
+--             key's later jobs until it is done, dead or cancelled. Jobs without a key are
+--             not ordered. Ids are drawn at insert: of two enqueues of a key in overlapping
+--             transactions, the lower id runs first if it commits before the key's head is
+--             looked at; if it commits later, after a higher id already started, it runs
+--             after that one (ordered by id among the jobs queued at each claim);
+--           - fair: the ready jobs are taken round-robin across keys, one job per key per
+--             turn, priority, run_at and id ordering within a key: the claim walks the keys
+--             of the queue's queued jobs in key order from just after the key the previous
+--             claim took last (the queue's rr_cursor, written under the same row lock), the
+--             group of jobs without a key after the last key, wrapping around once, taking
+--             the best job of each key with room; a batch that one turn does not fill takes
+--             the rest in equal shares of the keys that gave a job. A key with 100,000 ready
+--             jobs cannot starve one with 10: each turn gives the small key one. Without
+--             fair, a queue with per_key, ordered or rate_per_key takes the best jobs (by
+--             priority, run_at, id) among the keys with room.
+--           All of these hold together (the key walk computes each key's room as the least
+--           of what per_key, ordered and the key's rate budget leave, within max_running and
+--           max_jobs).
 --           Exact, without counters: a limited queue's jobs_queues row is locked FOR UPDATE
 --           (in queue-name order across queues, so claimers cannot deadlock) until the
 --           claiming transaction ends, so claims of the queue take turns; in READ COMMITTED
@@ -18,16 +41,26 @@
 --           each of which lowers the count (_jobs_claims_release). Rate limits keep a sliding log (jobs_queue_starts) of the
 --           last window's starts under the same lock. A limit below the running count
 --           (lowered meanwhile) gives no jobs until running falls below it.
---           Order without head-of-line blocking: with per_key, the best jobs of each key
---           that has room are candidates (one probe of jobs_ready_key_idx per key), so a
---           key at its limit holds back no other key, and one call never takes a key over
---           per_key. Jobs without a key in such a queue are looked for among the queue's
---           best (room + 100) ready jobs, and only ahead of the last keyed candidate when
---           there are enough keyed ones: the bound keeps the claim from walking every job of
---           a key at its limit, at the price that an unkeyed job behind more than 100 ready
---           jobs of such keys waits for them to move. Give every job of a per_key queue a
---           key to avoid that. Queues without limits in the same call are claimed as
---           jobs_claim does.
+--           Order without head-of-line blocking: with per_key, ordered or rate_per_key, the
+--           best jobs of each key that has room are candidates (one probe of
+--           jobs_ready_key_idx per key; for ordered, of jobs_queued_key_id_idx for its head),
+--           so a key at its limit holds back no other key, and one call never takes a key over
+--           its room. Jobs without a key in such a queue are looked for among the queue's
+--           best (room + 100) ready jobs (room + 1,000 in a fair queue's turn), and only ahead
+--           of the last keyed candidate when there are enough keyed ones: the bound keeps the
+--           claim from walking every job of a key at its limit (there is no index of the
+--           jobs without a key, so that they cost nothing to enqueue), at the price that an
+--           unkeyed job behind more ready jobs of such keys waits for them to move. Give every
+--           job of such a queue a key to avoid that. Queues without limits in the same call
+--           are claimed as jobs_claim does.
+--           Cost: a queue with max_running or a queue-wide rate alone costs one ordered range
+--           scan, as the fast path, plus the count of its running jobs (the sum over its
+--           jobs_claims rows). The key walk counts the queue's running jobs per key once per
+--           claim (one jobs_pkey probe per running job of the queue, for per_key and ordered
+--           only); a fair claim then probes only the keys it walks past until its budget is
+--           taken (plus the unkeyed group once per turn), so it costs in proportion to the
+--           jobs it takes and the keys without room it passes; an unfair one probes every key
+--           of the queue's queued jobs (to order them by priority).
 --           skip_locked_queues (jobs_complete_and_claim's claim): a limited queue whose
 --           jobs_queues row another transaction holds (a claim of the queue, an operator's
 --           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) is not
@@ -43,16 +76,19 @@
 --           this commit its snapshot is; handovers of other transactions each take at most
 --           their own. Not with per_key (the freed and the taken jobs' keys would have to
 --           match) nor a rate limit (every start goes into the log, which only the row's
---           holder writes). Without skip_locked_queues (jobs_claim) the call waits for such
---           a row, so a queue is skipped only when it is paused or at a limit.
+--           holder writes), nor fair sharing (the cursor) or ordered keys (which job is a
+--           key's head, and whether the key runs, need the row). Without skip_locked_queues
+--           (jobs_claim) the call waits for such a row, so a queue is skipped only when it is
+--           paused or at a limit.
 -- Locks:    FOR UPDATE on the jobs_queues rows of the limited queues requested (with
 --           skip_locked_queues only those no other transaction holds, SKIP LOCKED), and
 --           row locks on the picked jobs_queued rows (candidates not chosen too, all taken
 --           SKIP LOCKED) and the claimed jobs, until the caller's transaction ends. Waits for nothing with
 --           skip_locked_queues; without it, waits only for the jobs_queues rows.
 -- States:   queued -> running (or, at attempts 2147483647, dead), as jobs_claim (lease_role =
---           session_user too); appends to jobs_queue_starts and trims from it
---           the starts older than one window.
+--           session_user too); appends to jobs_queue_starts (with the job's concurrency_key)
+--           and trims from it the starts older than one window; sets a fair queue's
+--           jobs_queues.rr_cursor to the key it took last.
 -- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
 --           now() too. A claim whose now() is a whole window (per) behind the queue's
 --           latest logged start (its transaction began long before it claimed) takes

@@ -40,6 +40,12 @@ func TestInvalidArgumentMessages(t *testing.T) {
 	})
 	for _, tc := range []struct{ sql, message string }{
 		{`SELECT jobs_enqueue(NULL)`, `jobs_enqueue: kind must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_set_concurrency('q', 0)`, `jobs_set_concurrency: max_running must be NULL (no limit) or at least 1`},
+		{`SELECT jobs_set_concurrency('q', NULL, 0, fair => true)`, `jobs_set_concurrency: per_key must be NULL (no limit) or at least 1`},
+		{`SELECT jobs_set_concurrency('', NULL, ordered => true)`, `jobs_set_concurrency: queue must be a non-empty string of at most 200 bytes`},
+		{`SELECT jobs_set_rate_limit('q', 0, '1 second', per_key => true)`, `jobs_set_rate_limit: max_starts must be NULL (no limit) or at least 1`},
+		{`SELECT jobs_set_rate_limit('q', 3, '0 seconds', per_key => true)`, `jobs_set_rate_limit: per must be a positive interval of at most 100 years`},
+		{`SELECT jobs_set_rate_limit('q', 3, '1 second', per_key => NULL)`, `jobs_set_rate_limit: per_key must be true or false`},
 		{`SELECT jobs_enqueue('')`, `jobs_enqueue: kind must be a non-empty string of at most 200 bytes`},
 		{`SELECT jobs_enqueue(repeat('k', 201))`, `jobs_enqueue: kind must be a non-empty string of at most 200 bytes`},
 		{`SELECT jobs_enqueue(repeat('é', 101))`, `jobs_enqueue: kind must be a non-empty string of at most 200 bytes`}, // 101 characters, 202 bytes

@@ -353,6 +353,19 @@ var publicFuncs = []sqlFunc{
 	{"jobs_queue_limited", []sqlParam{
 		{name: "queue", typ: "text", valid: "'queued'"},
 	}},
+	{"jobs_set_concurrency", []sqlParam{
+		{name: "queue", typ: "text", valid: "'queued'"},
+		{name: "max_running", typ: "integer", valid: "5", nullable: true},
+		{name: "per_key", typ: "integer", valid: "2", nullable: true},
+		{name: "fair", typ: "boolean", valid: "true", nullable: true},
+		{name: "ordered", typ: "boolean", valid: "true", nullable: true},
+	}},
+	{"jobs_set_rate_limit", []sqlParam{
+		{name: "queue", typ: "text", valid: "'queued'"},
+		{name: "max_starts", typ: "integer", valid: "5", nullable: true},
+		{name: "per", typ: "interval", valid: "'1 second'"},
+		{name: "per_key", typ: "boolean", valid: "true"},
+	}},
 	{"jobs_inspect", []sqlParam{
 		{name: "id", typ: "bigint", valid: "1"},
 	}},

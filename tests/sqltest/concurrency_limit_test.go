@@ -426,6 +426,8 @@ func TestSetConcurrencyBadInput(t *testing.T) {
 		{"'q', -1", "max_running"},
 		{"'q', 1, 0", "per_key"},
 		{"'q', NULL, -5", "per_key"},
+		{"'q', 0, fair => false", "max_running"},
+		{"'q', 1, 0, ordered => true", "per_key"},
 	} {
 		_, err := b.Conn.Exec(t.Context(), "SELECT jobs_set_concurrency("+c.args+")")
 		if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != c.param {
@@ -445,8 +447,8 @@ func TestSetConcurrencyBadInput(t *testing.T) {
 	if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != "concurrency_keys[2]" {
 		t.Fatalf("jobs_enqueue_many: error names %q, want concurrency_keys[2]", pgErr.ColumnName)
 	}
-	if s := queryOne[string](t, b.Conn, "SELECT format('%s/%s', max_running, per_key) FROM jobs_queues WHERE queue = 'q'"); s != "4/2" {
-		t.Fatalf("settings after bad calls %s, want 4/2", s)
+	if s := queryOne[string](t, b.Conn, "SELECT format('%s/%s/%s/%s', max_running, per_key, fair, ordered) FROM jobs_queues WHERE queue = 'q'"); s != "4/2/f/f" {
+		t.Fatalf("settings after bad calls %s, want 4/2/f/f", s)
 	}
 	if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs"); n != 0 {
 		t.Fatalf("%d jobs after bad enqueues, want 0", n)

@@ -188,6 +188,7 @@ func TestSetRateLimitBadInput(t *testing.T) {
 		{"'q', 1, '0 seconds'", "per"},
 		{"'q', 1, '-1 second'", "per"},
 		{"'q', 1, '101 years'", "per"},
+		{"'q', 1, '1 second', NULL", "per_key"},
 	} {
 		_, err := b.Conn.Exec(t.Context(), "SELECT jobs_set_rate_limit("+c.args+")")
 		if pgErr := pgtest.RequirePgError(t, err, "22023"); pgErr.ColumnName != c.param {
@@ -196,7 +197,7 @@ func TestSetRateLimitBadInput(t *testing.T) {
 	}
 	_, err := b.Conn.Exec(t.Context(), "SELECT jobs_next_start('')")
 	pgtest.RequirePgError(t, err, "22023")
-	if s := queryOne[string](t, b.Conn, "SELECT format('%s/%s', max_starts, per) FROM jobs_queues WHERE queue = 'q'"); s != "7/00:01:00" {
-		t.Fatalf("settings after bad calls %s, want 7/00:01:00", s)
+	if s := queryOne[string](t, b.Conn, "SELECT format('%s/%s/%s', max_starts, per, rate_per_key) FROM jobs_queues WHERE queue = 'q'"); s != "7/00:01:00/f" {
+		t.Fatalf("settings after bad calls %s, want 7/00:01:00/f", s)
 	}
 }

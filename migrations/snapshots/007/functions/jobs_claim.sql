@@ -18,9 +18,11 @@
 --           ready. Expired leases are not reclaimed here: jobs_requeue_expired does that.
 --           Each row also carries the job's meta (jobs_enqueue's; usually NULL).
 --           Flow control (jobs_queues): a paused queue gives no jobs; a queue with
---           max_running, per_key or a rate limit never goes over them (see
+--           max_running, per_key or a rate limit (queue-wide or per key) never goes over
+--           them; a fair queue's jobs are taken round-robin across concurrency_keys; an
+--           ordered queue runs the jobs of a key one at a time in id order (see
 --           _jobs_claim_limited). When no requested queue (queues NULL: no queue at all)
---           has a row in jobs_queues that pauses or limits it, the claim is what it was
+--           has a row in jobs_queues that pauses, limits or shapes it, the claim is what it was
 --           before flow control: one probe of the tiny jobs_queues table, then one ordered
 --           range scan of jobs_ready_idx per queue. Settings committed while a claim runs
 --           bind the claims that start after it. A claim in a REPEATABLE READ or SERIALIZABLE
