@@ -30,19 +30,11 @@ const fairHotShare = 0.9
 const fairFirstStarts = 1000
 
 // setLimits sets the bench queue's concurrency settings to l's; the zero drainLimits removes
-// them. The fair and ordered arguments are passed only when set, so that the limit_*
-// scenarios run on a schema without them too.
+// them (fair and ordered false switch those off; NULL would leave them as they are).
 func setLimits(ctx context.Context, pool *pgxpool.Pool, l *drainLimits) error {
-	var err error
-	if l.fair || l.ordered {
-		_, err = pool.Exec(ctx, `SELECT jobs_set_concurrency(queue => $1, max_running => nullif($2, 0),
-			per_key => nullif($3, 0), fair => $4, ordered => $5)`,
-			benchQueue, l.maxRunning, l.perKey, l.fair, l.ordered)
-	} else {
-		_, err = pool.Exec(ctx, "SELECT jobs_set_concurrency($1, nullif($2, 0), nullif($3, 0))",
-			benchQueue, l.maxRunning, l.perKey)
-	}
-	if err != nil {
+	if _, err := pool.Exec(ctx, `SELECT jobs_set_concurrency(queue => $1, max_running => nullif($2, 0),
+		per_key => nullif($3, 0), fair => $4, ordered => $5)`,
+		benchQueue, l.maxRunning, l.perKey, l.fair, l.ordered); err != nil {
 		return fmt.Errorf("failed to set the queue's concurrency settings: %w", err)
 	}
 	return nil
