@@ -60,7 +60,15 @@
 --           only); a fair claim then probes only the keys it walks past until its budget is
 --           taken (plus the unkeyed group once per turn), so it costs in proportion to the
 --           jobs it takes and the keys without room it passes; an unfair one probes every key
---           of the queue's queued jobs (to order them by priority).
+--           of the queue's queued jobs (to order them by priority), except on an ordered
+--           queue (without fair or rate_per_key): its claim first reads the queue's ready jobs
+--           in claim order, at most budget + 1,000 of them, taking each that has no key or is
+--           its key's head while no job of its key runs (one jobs_queued_key_id_idx probe
+--           each), the same jobs as the key walk would take; only when that finds fewer than
+--           the budget while more ready jobs remain does it walk every key. In a drain of
+--           50,000 jobs over 1,000 ordered keys this took the server's CPU per job from
+--           204-274 to 56-62 µs and its WAL from 1,455-1,636 to 943-951 bytes (the walk
+--           locked every key's head, FOR UPDATE SKIP LOCKED, to keep only the best few).
 --           skip_locked_queues (jobs_complete_and_claim's claim): a limited queue whose
 --           jobs_queues row another transaction holds (a claim of the queue, an operator's
 --           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) is not
@@ -425,6 +433,50 @@ BEGIN
                 UPDATE jobs_queues q SET rr_cursor = v_last WHERE q.queue = v_q.queue;
             END IF;
             CONTINUE;
+        END IF;
+
+        -- Ordered (not fair, no per-key rate): the queue's ready jobs in claim order, each
+        -- taken when it has no key, or is its key's head (no queued job of the key has a lower
+        -- id) and no job of its key runs; the first v_budget such, among the first
+        -- v_budget + 1,000 ready jobs. Only when those give fewer than v_budget and there are
+        -- more ready jobs does the key walk below look at every key.
+        IF v_q.ordered AND NOT v_q.fair AND NOT v_q.rate_per_key THEN
+            SELECT v_rows || coalesce(array_agg(c.row), '{}'),
+                   v_ids || coalesce(array_agg(c.id), '{}'),
+                   v_pris || coalesce(array_agg(c.priority), '{}'),
+                   v_run_ats || coalesce(array_agg(c.run_at), '{}'),
+                   count(*)::integer
+            INTO v_krows, v_kids, v_kpris, v_kruns, v_got
+            FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
+                  FROM jobs_queued q
+                  WHERE q.ctid = ANY (ARRAY(
+                          SELECT s.row
+                          FROM (SELECT q2.ctid AS row, q2.id, q2.concurrency_key
+                                FROM jobs_queued q2
+                                WHERE q2.queue = v_q.queue
+                                  AND q2.run_at <= now()
+                                ORDER BY q2.priority, q2.run_at, q2.id
+                                LIMIT v_budget + 1000) s
+                          WHERE s.concurrency_key IS NULL
+                             OR (s.concurrency_key <> ALL (v_run_keys)
+                                 AND NOT EXISTS (SELECT FROM jobs_queued h
+                                                 WHERE h.queue = v_q.queue
+                                                   AND h.concurrency_key = s.concurrency_key
+                                                   AND h.id < s.id))
+                          LIMIT v_budget))
+                  FOR UPDATE SKIP LOCKED) c;
+            IF v_got >= v_budget OR NOT EXISTS (
+                    SELECT FROM jobs_queued q2
+                    WHERE q2.queue = v_q.queue AND q2.run_at <= now()
+                    ORDER BY q2.priority, q2.run_at, q2.id
+                    OFFSET v_budget + 1000 - 1
+                    LIMIT 1) THEN
+                v_rows := v_krows;
+                v_ids := v_kids;
+                v_pris := v_kpris;
+                v_run_ats := v_kruns;
+                CONTINUE;
+            END IF;
         END IF;
 
         -- Not fair: the best jobs of every key with room are candidates (a skip scan of the
