@@ -1,5 +1,7 @@
 -- 007 (next release): jobs_queue_limited, which tells workers that claim ahead of their free
 -- slots which queues have a concurrency or rate limit (they claim only their free slots there).
+-- Flow shaping: jobs_set_concurrency's fair and ordered, jobs_set_rate_limit's per_key (new
+-- columns of jobs_queues and jobs_queue_starts, and an index of keyed queued jobs by id).
 --
 -- Storage: claims, heartbeats and completions become HOT updates of the job's row. No index
 -- of jobs names a column that changes after enqueue any more; what the partial indexes on

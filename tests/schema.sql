@@ -195,6 +195,7 @@ DECLARE
     v_pos         integer;
     v_last        text;
     v_moved       boolean;
+    v_n           bigint;
     v_none_unkeyed boolean;
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
@@ -391,7 +392,7 @@ BEGIN
                     CONTINUE WHEN v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed);
 
                     IF v_k.key IS NULL THEN
-                        -- Jobs without a key: among the queue's best (room + 1,000) ready
+                        -- Jobs without a key: among the queue's best (room + 100) ready
                         -- jobs (two statements, so that the bound is an index condition); a
                         -- turn that finds none does not look again in this claim.
                         SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
@@ -406,7 +407,7 @@ BEGIN
                                             WHERE q2.queue = v_q.queue
                                               AND q2.run_at <= now()
                                             ORDER BY q2.priority, q2.run_at, q2.id
-                                            LIMIT v_room + v_taken + 1000) s
+                                            LIMIT v_room + v_taken + 100) s
                                       WHERE s.concurrency_key IS NULL
                                         AND s.id <> ALL (v_ids)
                                       LIMIT v_room))
@@ -470,53 +471,84 @@ BEGIN
             CONTINUE;
         END IF;
 
-        -- Ordered (not fair, no per-key rate): the queue's ready jobs in claim order, each
-        -- taken when it has no key, or is its key's head (no queued job of the key has a lower
-        -- id) and no job of its key runs; the first v_budget such, among the first
-        -- v_budget + 1,000 ready jobs. Only when those give fewer than v_budget and there are
-        -- more ready jobs does the key walk below look at every key.
-        IF v_q.ordered AND NOT v_q.fair AND NOT v_q.rate_per_key THEN
+        -- Not fair: the best v_budget jobs, in (priority, run_at, id) order, of those each
+        -- key's room lets in. First among the queue's best (v_budget + 100) ready jobs: a
+        -- job's rank within its key there is its rank among all of its key's ready jobs (and
+        -- an ordered key's head there is ahead of every eligible job outside), so when
+        -- v_budget of them are let in (or those are all the ready jobs there are) they are
+        -- the answer. The key's head (ordered) is probed only for the jobs that get that far,
+        -- in order, until v_budget are found.
+        WITH prefix AS MATERIALIZED (
+            SELECT q.ctid AS row, q.id, q.priority, q.run_at, q.concurrency_key AS key
+            FROM jobs_queued q
+            WHERE q.queue = v_q.queue
+              AND q.run_at <= now()
+            ORDER BY q.priority, q.run_at, q.id
+            LIMIT v_budget + 100
+        ), rooms AS (
+            SELECT d.key,
+                   least(v_budget,
+                         CASE WHEN d.key IS NOT NULL THEN
+                             v_q.per_key - coalesce(v_run_ns[array_position(v_run_keys, d.key)], 0)
+                         END,
+                         CASE WHEN v_q.ordered AND d.key IS NOT NULL THEN
+                             CASE WHEN coalesce(v_run_ns[array_position(v_run_keys, d.key)], 0) > 0 THEN 0 ELSE 1 END
+                         END,
+                         CASE WHEN v_q.rate_per_key AND d.key IS NULL THEN
+                             v_q.max_starts - (SELECT count(*)::integer FROM jobs_queue_starts s
+                                               WHERE s.queue = v_q.queue AND s.concurrency_key IS NULL
+                                                 AND s.started_at > now() - v_q.per)
+                         END,
+                         CASE WHEN v_q.rate_per_key AND d.key IS NOT NULL THEN
+                             v_q.max_starts - (SELECT count(*)::integer FROM jobs_queue_starts s
+                                               WHERE s.queue = v_q.queue AND s.concurrency_key = d.key
+                                                 AND s.started_at > now() - v_q.per)
+                         END) AS n
+            FROM (SELECT DISTINCT p.key FROM prefix p) d
+        ), let_in AS (
+            SELECT r.row, r.id, r.priority, r.run_at, r.key
+            FROM (SELECT p.*, row_number() OVER (PARTITION BY p.key ORDER BY p.priority, p.run_at, p.id) AS rank
+                  FROM prefix p) r
+            JOIN rooms m ON m.key IS NOT DISTINCT FROM r.key
+            -- An ordered key's one job is its head, whatever its rank (checked below).
+            WHERE r.rank <= m.n OR (v_q.ordered AND r.key IS NOT NULL AND m.n > 0)
+            ORDER BY r.priority, r.run_at, r.id
+            OFFSET 0
+        ), picked AS (
+            SELECT e.row, e.id, e.priority, e.run_at
+            FROM let_in e
+            WHERE NOT v_q.ordered
+               OR e.key IS NULL
+               OR e.id = (SELECT h.id FROM jobs_queued h
+                          WHERE h.queue = v_q.queue AND h.concurrency_key = e.key
+                          ORDER BY h.id
+                          LIMIT 1)
+            LIMIT v_budget
+        )
+        SELECT coalesce((SELECT array_agg(c.row ORDER BY c.priority, c.run_at, c.id) FROM picked c), '{}'),
+               coalesce((SELECT array_agg(c.id ORDER BY c.priority, c.run_at, c.id) FROM picked c), '{}'),
+               coalesce((SELECT array_agg(c.priority ORDER BY c.priority, c.run_at, c.id) FROM picked c), '{}'),
+               coalesce((SELECT array_agg(c.run_at ORDER BY c.priority, c.run_at, c.id) FROM picked c), '{}'),
+               (SELECT count(*) FROM prefix)
+        INTO v_krows, v_kids, v_kpris, v_kruns, v_n;
+        IF cardinality(v_kids) >= v_budget OR coalesce(v_n, 0) < v_budget + 100 THEN
+            -- Locked SKIP LOCKED: a row another transaction holds (a cancel under way) is
+            -- passed over.
             SELECT v_rows || coalesce(array_agg(c.row), '{}'),
                    v_ids || coalesce(array_agg(c.id), '{}'),
                    v_pris || coalesce(array_agg(c.priority), '{}'),
-                   v_run_ats || coalesce(array_agg(c.run_at), '{}'),
-                   count(*)::integer
-            INTO v_krows, v_kids, v_kpris, v_kruns, v_got
+                   v_run_ats || coalesce(array_agg(c.run_at), '{}')
+            INTO v_rows, v_ids, v_pris, v_run_ats
             FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
                   FROM jobs_queued q
-                  WHERE q.ctid = ANY (ARRAY(
-                          SELECT s.row
-                          FROM (SELECT q2.ctid AS row, q2.id, q2.concurrency_key
-                                FROM jobs_queued q2
-                                WHERE q2.queue = v_q.queue
-                                  AND q2.run_at <= now()
-                                ORDER BY q2.priority, q2.run_at, q2.id
-                                LIMIT v_budget + 1000) s
-                          WHERE s.concurrency_key IS NULL
-                             OR (s.concurrency_key <> ALL (v_run_keys)
-                                 AND NOT EXISTS (SELECT FROM jobs_queued h
-                                                 WHERE h.queue = v_q.queue
-                                                   AND h.concurrency_key = s.concurrency_key
-                                                   AND h.id < s.id))
-                          LIMIT v_budget))
+                  WHERE q.ctid = ANY (v_krows)
                   FOR UPDATE SKIP LOCKED) c;
-            IF v_got >= v_budget OR NOT EXISTS (
-                    SELECT FROM jobs_queued q2
-                    WHERE q2.queue = v_q.queue AND q2.run_at <= now()
-                    ORDER BY q2.priority, q2.run_at, q2.id
-                    OFFSET v_budget + 1000 - 1
-                    LIMIT 1) THEN
-                v_rows := v_krows;
-                v_ids := v_kids;
-                v_pris := v_kpris;
-                v_run_ats := v_kruns;
-                CONTINUE;
-            END IF;
+            CONTINUE;
         END IF;
 
-        -- Not fair: the best jobs of every key with room are candidates (a skip scan of the
-        -- queue's keys, one probe of each key's jobs), then the best v_budget of them and of
-        -- the jobs without a key, in (priority, run_at, id) order.
+        -- Otherwise every key: the best jobs of every key with room are candidates (a skip
+        -- scan of the queue's keys, one probe of each key's jobs), then the best v_budget of
+        -- them and of the jobs without a key.
         WITH RECURSIVE keys AS (
             (SELECT q.concurrency_key AS key
              FROM jobs_queued q

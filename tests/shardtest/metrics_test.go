@@ -2,6 +2,7 @@ package shardtest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -18,7 +19,7 @@ func TestMetricsMergesQueueOnSeveralShards(t *testing.T) {
 		for i := 0; i < n; i++ {
 			one[int64](t, s.shards[shard], "SELECT jobs_enqueue('k', '{}', 'spread')")
 		}
-		for _, sql := range []string{"SELECT jobs_set_concurrency('spread', 3)", "SELECT jobs_set_rate_limit('spread', $1, '1 minute')"} {
+		for _, sql := range []string{"SELECT jobs_set_concurrency('spread', 3, fair => true, ordered => " + strconv.FormatBool(shard == 0) + ")", "SELECT jobs_set_rate_limit('spread', $1, '1 minute')"} {
 			args := []any{}
 			if strings.Contains(sql, "$1") {
 				args = append(args, 10+shard)
@@ -43,6 +44,10 @@ func TestMetricsMergesQueueOnSeveralShards(t *testing.T) {
 	}
 	if ready != 3 || !paused || maxRunning == nil || *maxRunning != 3 || maxStarts != nil {
 		t.Errorf("merged row: ready %d paused %v max_running %v max_starts %v; want 3, true, 3, NULL", ready, paused, deref(maxRunning), deref(maxStarts))
+	}
+	// fair is set on both shards, ordered on one.
+	if got := one[string](t, s.proxy, "SELECT format('%s %s %s', fair, ordered, rate_per_key) FROM jobs_metrics() WHERE queue = 'spread'"); got != "t f f" {
+		t.Errorf("merged row: fair ordered rate_per_key %q, want t f f", got)
 	}
 	if n := one[int64](t, s.proxy, "SELECT count(*) FROM jobs_metrics() WHERE queue IS NULL AND ready + scheduled = 3"); n != 1 {
 		t.Errorf("%d NULL-queue rows counting the 3 queued jobs, want 1", n)

@@ -229,11 +229,30 @@ func TestRouting(t *testing.T) {
 		if n := one[int64](t, s.shards[1], "SELECT count(*) FROM jobs_queues WHERE queue = $1 AND max_running = 3", queues[1]); n != 1 {
 			t.Error("jobs_set_concurrency did not reach shard 1")
 		}
+		// fair and ordered reach the shard; three arguments keep them there.
+		if _, err := p.Exec(ctx, "SELECT jobs_set_concurrency($1, 3, NULL, fair => true, ordered => true)", queues[1]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Exec(ctx, "SELECT jobs_set_concurrency($1, 3, 2)", queues[1]); err != nil {
+			t.Fatal(err)
+		}
+		if n := one[int64](t, s.shards[1], "SELECT count(*) FROM jobs_queues WHERE queue = $1 AND per_key = 2 AND fair AND ordered", queues[1]); n != 1 {
+			t.Error("jobs_set_concurrency's fair and ordered did not reach shard 1")
+		}
 		if _, err := p.Exec(ctx, "SELECT jobs_set_rate_limit($1, 1, '1 hour')", queues[3]); err != nil {
 			t.Fatal(err)
 		}
 		if n := one[int64](t, s.shards[3], "SELECT count(*) FROM jobs_queues WHERE queue = $1 AND max_starts = 1", queues[3]); n != 1 {
 			t.Error("jobs_set_rate_limit did not reach shard 3")
+		}
+		if _, err := p.Exec(ctx, "SELECT jobs_set_rate_limit($1, 1, '1 hour', per_key => true)", queues[3]); err != nil {
+			t.Fatal(err)
+		}
+		if n := one[int64](t, s.shards[3], "SELECT count(*) FROM jobs_queues WHERE queue = $1 AND rate_per_key", queues[3]); n != 1 {
+			t.Error("jobs_set_rate_limit's per_key did not reach shard 3")
+		}
+		if _, err := p.Exec(ctx, "SELECT jobs_set_rate_limit($1, 1, '1 hour')", queues[3]); err != nil {
+			t.Fatal(err)
 		}
 		// One start in the hour: after a claim, the next start is an hour away, on shard 3.
 		one[int64](t, p, "SELECT jobs_enqueue('k', '{}', $1)", queues[3])

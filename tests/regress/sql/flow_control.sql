@@ -63,3 +63,44 @@ SELECT jobs_queue_limited('geocode') AS geocode, jobs_queue_limited('partner-api
 SELECT jobs_pause('mail');
 SELECT jobs_queue_limited('mail') AS paused_is_not_limited;
 SELECT jobs_queue_limited('');
+
+-- ex: fair
+SELECT jobs_set_concurrency('reports', NULL, fair => true);
+SELECT count(*)
+FROM jobs_enqueue_many(array_fill('render'::text, ARRAY[7]),
+                       queues => array_fill('reports'::text, ARRAY[7]),
+                       concurrency_keys => ARRAY['big', 'big', 'big', 'big', 'small', 'small', NULL]);
+SELECT c.id, j.concurrency_key FROM jobs_claim('worker-1', 1, ARRAY['reports']) c JOIN jobs j USING (id);
+SELECT c.id, j.concurrency_key FROM jobs_claim('worker-1', 1, ARRAY['reports']) c JOIN jobs j USING (id);
+SELECT c.id, j.concurrency_key FROM jobs_claim('worker-1', 1, ARRAY['reports']) c JOIN jobs j USING (id);
+SELECT c.id, j.concurrency_key FROM jobs_claim('worker-1', 3, ARRAY['reports']) c JOIN jobs j USING (id) ORDER BY c.id;
+SELECT queue, max_running, per_key, fair, ordered FROM jobs_queues WHERE queue = 'reports';
+
+-- ex: ordered
+SELECT jobs_set_concurrency('ledger', NULL, ordered => true);
+SELECT count(*)
+FROM jobs_enqueue_many(array_fill('post'::text, ARRAY[4]),
+                       queues => array_fill('ledger'::text, ARRAY[4]),
+                       priorities => ARRAY[9, 0, 0, 0],
+                       concurrency_keys => ARRAY['acct-1', 'acct-1', 'acct-1', 'acct-2']);
+SELECT c.id, j.concurrency_key FROM jobs_claim('worker-1', 10, ARRAY['ledger']) c JOIN jobs j USING (id) ORDER BY c.id;
+SELECT jobs_fail(20, 1, 'bank timeout', now() + interval '1 hour');
+SELECT jobs_complete(23, 1);
+SELECT id FROM jobs_claim('worker-1', 10, ARRAY['ledger']);
+BEGIN;
+SELECT jobs_cancel(20);
+SELECT jobs_retry(20);
+COMMIT;
+SELECT id, attempt FROM jobs_claim('worker-1', 10, ARRAY['ledger']);
+
+-- ex: rate-per-key
+SELECT jobs_set_rate_limit('webhooks', 2, interval '1 minute', per_key => true);
+SELECT count(*)
+FROM jobs_enqueue_many(array_fill('deliver'::text, ARRAY[4]),
+                       queues => array_fill('webhooks'::text, ARRAY[4]),
+                       concurrency_keys => ARRAY['shop-1', 'shop-1', 'shop-1', 'shop-2']);
+SELECT c.id, j.concurrency_key FROM jobs_claim('worker-1', 10, ARRAY['webhooks']) c JOIN jobs j USING (id) ORDER BY c.id;
+SELECT id FROM jobs_claim('worker-1', 10, ARRAY['webhooks']);
+-- doc: SELECT jobs_next_start('webhooks');
+SELECT jobs_next_start('webhooks') = (SELECT min(started_at) FROM jobs WHERE queue = 'webhooks') + interval '1 minute' AS one_minute_after_first_start;
+SELECT jobs_set_rate_limit('webhooks', 1, interval '1 second', per_key => NULL);
