@@ -1761,7 +1761,7 @@ BEGIN
     -- wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
-    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN true;
 END;
 $$;
@@ -1812,7 +1812,7 @@ BEGIN
     -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
-    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN true;
 END;
 $$;
@@ -1913,7 +1913,7 @@ BEGIN
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
     WHERE q.queue = ANY (v_queues)
-      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN v_count;
 END;
 $$;
@@ -2150,7 +2150,7 @@ BEGIN
     -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
-    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN true;
 END;
 $$;
@@ -2374,7 +2374,7 @@ BEGIN
         PERFORM pg_notify('jobs_ready', q.queue)
         FROM jobs_queues q
         WHERE q.queue = ANY (v_queues)
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
         RETURN;
     END IF;
 
@@ -2424,7 +2424,7 @@ BEGIN
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
     WHERE q.queue = ANY (v_queues)
-      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN QUERY SELECT unnest(v_ids);
 END;
 $$;
@@ -3160,7 +3160,7 @@ BEGIN
         -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
         PERFORM pg_notify('jobs_ready', q.queue)
         FROM jobs_queues q
-        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     END IF;
     RETURN v_state;
 END;
@@ -4115,7 +4115,7 @@ BEGIN
                WHERE r.state = 'queued'
                   -- a dead job of a concurrency-limited queue gives its slot back too
                   OR EXISTS (SELECT FROM jobs_queues q
-                             WHERE q.queue = r.queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL))),
+                             WHERE q.queue = r.queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered))),
                '{}')
     INTO v_count, v_released, v_queues
     FROM requeued r;
@@ -4909,7 +4909,7 @@ BEGIN
         -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
         PERFORM pg_notify('jobs_ready', q.queue)
         FROM jobs_queues q
-        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     END IF;
     RETURN true;
 END;

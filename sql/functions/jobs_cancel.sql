@@ -11,8 +11,8 @@
 --           running a cancelled job is fenced out: its jobs_complete, jobs_snooze and fenced
 --           jobs_cancel return false, jobs_fail returns NULL and jobs_heartbeat returns false
 --           (the driver then cancels the handler's context). When the job's queue has a
---           concurrency limit, NOTIFYs jobs_ready with the queue name at commit (a running
---           job's slot came back). Its children cancel or run as for any parent that ends
+--           concurrency limit or ordered keys, NOTIFYs jobs_ready with the queue name at
+--           commit (a running job's slot came back, or its key's next job may run). Its children cancel or run as for any parent that ends
 --           cancelled (_jobs_finished).
 -- Locks:    the job's row, until the caller's transaction ends; waits for a claim or
 --           completion in progress on it to commit.
@@ -65,7 +65,7 @@ BEGIN
     -- wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
-    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN true;
 END;
 $$;
@@ -80,7 +80,8 @@ COMMENT ON FUNCTION jobs_cancel(bigint) IS
 --           last_error and appends {"attempt", "at", "error", "worker"} to the errors
 --           history, as jobs_fail does (capped by _jobs_errors_append). error is stored up to
 --           its first 10000 characters.
---           NOTIFYs jobs_ready at commit when the job's queue has a concurrency limit.
+--           NOTIFYs jobs_ready at commit when the job's queue has a concurrency limit or
+--           ordered keys.
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> cancelled; finished_at = now(), lease cleared (lease_role too).
 -- Time:     now() (transaction start).
@@ -131,7 +132,7 @@ BEGIN
     -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
-    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN true;
 END;
 $$;

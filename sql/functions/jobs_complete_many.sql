@@ -7,7 +7,7 @@
 --           each completed job's result, as jobs_complete's result. Completed jobs that
 --           others wait for (children, notify_finished) release their children and notify
 --           in one step for the whole batch, children locked in id order (_jobs_finished). NOTIFYs jobs_ready at commit for each
---           concurrency-limited queue (jobs_queues) that got slots back.
+--           concurrency-limited or ordered queue (jobs_queues) that got slots back.
 --           With jobs_settings.done_retention 0 the completed jobs are deleted instead of
 --           kept as done, as jobs_complete does (see _jobs_completion_deletes; jobs others
 --           wait for and workflow steps are kept): one DELETE
@@ -108,7 +108,7 @@ BEGIN
         PERFORM pg_notify('jobs_ready', q.queue)
         FROM jobs_queues q
         WHERE q.queue = ANY (v_queues)
-          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+          AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
         RETURN;
     END IF;
 
@@ -158,7 +158,7 @@ BEGIN
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
     WHERE q.queue = ANY (v_queues)
-      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN QUERY SELECT unnest(v_ids);
 END;
 $$;

@@ -13,7 +13,7 @@
 --           claims' own guard, see jobs_claim, is for rows edited by hand). A job that is
 --           ready at once NOTIFYs
 --           jobs_ready at commit, and so does any snooze of a job whose queue has a
---           concurrency limit (its slot came back).
+--           concurrency limit or ordered keys (its slot came back).
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> queued (at attempts 2147483647: running -> dead); max_attempts + 1,
 --           lease cleared (lease_role too).
@@ -75,7 +75,7 @@ BEGIN
         -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
         PERFORM pg_notify('jobs_ready', q.queue)
         FROM jobs_queues q
-        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     END IF;
     RETURN true;
 END;

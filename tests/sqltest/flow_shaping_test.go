@@ -672,3 +672,31 @@ func TestFlowRepeatableRead(t *testing.T) {
 		})
 	}
 }
+
+// TestOrderedNotify: in an ordered queue (no limit), a job that leaves running by
+// completion, death or cancel NOTIFYs jobs_ready with the queue name, since its key's next
+// job may now run; a queue without settings is not notified for it.
+func TestOrderedNotify(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for range 4 {
+		enqueue(t, b.Conn, "queue => 'o', concurrency_key => 'a', max_attempts => 1")
+		enqueue(t, b.Conn, "queue => 'plain', concurrency_key => 'a', max_attempts => 1")
+	}
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('o', NULL, NULL, ordered => true)")
+	l := listen(t, b)
+	for _, outcome := range []string{
+		"SELECT jobs_complete($1, $2)",
+		"SELECT jobs_fail($1, $2, 'boom') IS NOT NULL",
+		"SELECT jobs_cancel($1, $2, 'stop')",
+	} {
+		for _, q := range []string{"o", "plain"} {
+			j := claimN(t, b.Conn, q, 1)
+			if len(j) != 1 {
+				t.Fatalf("%s: claimed %d", q, len(j))
+			}
+			mustExec(t, b.Conn, outcome, j[0].ID, j[0].Attempt)
+		}
+		requirePayloads(t, l.drain(t, b), "o")
+	}
+}

@@ -23,7 +23,7 @@
 --           through the jobs listed by jobs_claims, waiting ones through their unresolved
 --           jobs_dependencies rows; ids through jobs_pkey. Planned for each
 --           call's arguments.
---           When a cancelled job's queue has a concurrency limit, NOTIFYs jobs_ready with the
+--           When a cancelled job's queue has a concurrency limit or ordered keys, NOTIFYs jobs_ready with the
 --           queue name at commit, once per queue, as jobs_cancel does.
 -- Locks:    the cancelled rows, until the caller's transaction ends.
 -- States:   waiting, queued or running -> cancelled; finished_at = now(), lease cleared
@@ -133,7 +133,7 @@ BEGIN
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
     WHERE q.queue = ANY (v_queues)
-      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+      AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN v_count;
 END;
 $$;

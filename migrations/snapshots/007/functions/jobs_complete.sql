@@ -10,8 +10,9 @@
 --           stale holders; the login separates worker logins from each other, not the
 --           processes sharing one login, which are one trust domain. A worker whose lease
 --           expired can still complete while nobody has taken the job over. When the job's
---           queue has a concurrency limit (jobs_queues), NOTIFYs jobs_ready with the queue
---           name at commit: a slot came back, and workers waiting for one claim at once.
+--           queue has a concurrency limit or ordered keys (jobs_queues), NOTIFYs jobs_ready
+--           with the queue name at commit: a slot came back (or the key's next job may run),
+--           and workers waiting for one claim at once.
 --           With jobs_settings.done_retention 0 (and no foreign key to jobs that would
 --           refuse it, see _jobs_completion_deletes) the job is deleted instead of kept as
 --           done: it is then unknown, so a second completion, a stale caller's, jobs_get
@@ -90,7 +91,7 @@ BEGIN
     -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
     PERFORM pg_notify('jobs_ready', q.queue)
     FROM jobs_queues q
-    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+    WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     RETURN true;
 END;
 $$;

@@ -9,7 +9,8 @@
 --           retry_at, or when retry_at is NULL at now() + jobs_backoff(attempt). Returns the
 --           job's new state ('queued' or 'dead'). A retry that is ready at once NOTIFYs
 --           jobs_ready at commit, and so does any failure of a job whose queue has a
---           concurrency limit (its slot came back). error is stored up to its first 10000
+--           concurrency limit or ordered keys (its slot came back; dead lets its key's next
+--           job run). error is stored up to its first 10000
 --           characters.
 -- Locks:    the job's row, until the caller's transaction ends.
 -- States:   running -> queued (retry) or running -> dead (attempts exhausted; finished_at set);
@@ -73,7 +74,7 @@ BEGIN
         -- A slot of a concurrency-limited queue came back: wake the workers waiting for one.
         PERFORM pg_notify('jobs_ready', q.queue)
         FROM jobs_queues q
-        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL);
+        WHERE q.queue = v_queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered);
     END IF;
     RETURN v_state;
 END;

@@ -15,7 +15,8 @@
 --           (heartbeats) gets the earliest of those as its new expires_at, and a claim with
 --           no job running under it any more goes.
 --           NOTIFYs jobs_ready for each queue that got a job back, and for each
---           concurrency-limited queue (jobs_queues) whose jobs went dead (slots came back).
+--           concurrency-limited or ordered queue (jobs_queues) whose jobs went dead (slots
+--           came back, keys' next jobs may run).
 -- Locks:    the expired rows, then their jobs_claims rows (in claim_id order; the ones whose
 --           expiry moves SKIP LOCKED), until the caller's transaction ends.
 --           A job going dead with children (has_children) also cancels its waiting
@@ -85,7 +86,7 @@ BEGIN
                WHERE r.state = 'queued'
                   -- a dead job of a concurrency-limited queue gives its slot back too
                   OR EXISTS (SELECT FROM jobs_queues q
-                             WHERE q.queue = r.queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL))),
+                             WHERE q.queue = r.queue AND (q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.ordered))),
                '{}')
     INTO v_count, v_released, v_queues
     FROM requeued r;
