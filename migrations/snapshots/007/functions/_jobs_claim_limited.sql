@@ -60,10 +60,12 @@
 --           only); a fair claim then probes only the keys it walks past until its budget is
 --           taken (plus the unkeyed group once per turn), so it costs in proportion to the
 --           jobs it takes and the keys without room it passes. One that is not fair looks
---           first at the queue's best (budget + 100) ready jobs (the keys among them, and
---           an ordered key's head only for the jobs that get that far), which decides exactly
---           when budget of them are let in or they are all the ready jobs; only otherwise does
---           it probe every key of the queue's queued jobs.
+--           first at the queue's best (budget + 100) ready jobs of keys that their running
+--           jobs leave room (passing over the jobs of the others, which costs in proportion
+--           to them; an ordered key's head is probed only for the jobs that get that far),
+--           which decides exactly when budget of them are let in or they are all such jobs;
+--           only otherwise (keys held back by a head waiting for its retry, or by their rate,
+--           filling that look) does it probe every key of the queue's queued jobs.
 --           skip_locked_queues (jobs_complete_and_claim's claim): a limited queue whose
 --           jobs_queues row another transaction holds (a claim of the queue, an operator's
 --           open jobs_set_concurrency, jobs_pause, jobs_set_rate_limit or jobs_resume) is not
@@ -156,6 +158,7 @@ DECLARE
     v_last        text;
     v_moved       boolean;
     v_n           bigint;
+    v_blocked     text[];
     v_none_unkeyed boolean;
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
@@ -432,21 +435,29 @@ BEGIN
         END IF;
 
         -- Not fair: the best v_budget jobs, in (priority, run_at, id) order, of those each
-        -- key's room lets in. First among the queue's best (v_budget + 100) ready jobs: a
-        -- job's rank within its key there is its rank among all of its key's ready jobs (and
-        -- an ordered key's head there is ahead of every eligible job outside), so when
-        -- v_budget of them are let in (or those are all the ready jobs there are) they are
-        -- the answer. The key's head (ordered) is probed only for the jobs that get that far,
+        -- key's room lets in. First among the queue's best (v_budget + 100) ready jobs of keys
+        -- that their running jobs leave room (jobs of the others cannot be let in): a job's
+        -- rank within its key there is its rank among all of its key's ready jobs (and an
+        -- ordered key's head there is ahead of every eligible job outside), so when v_budget
+        -- of them are let in (or those are all such jobs there are) they are the answer. The key's head (ordered) is probed only for the jobs that get that far,
         -- in order, until v_budget are found.
+        -- The keys that their running jobs leave no room (ordered: any running; per_key: at
+        -- the limit): their jobs are passed over in the scan, not counted in its bound.
+        v_blocked := ARRAY(
+            SELECT u.key
+            FROM unnest(v_run_keys, v_run_ns) AS u(key, n)
+            WHERE (v_q.ordered AND u.n > 0) OR u.n >= v_q.per_key);
         WITH prefix AS MATERIALIZED (
             SELECT q.ctid AS row, q.id, q.priority, q.run_at, q.concurrency_key AS key
             FROM jobs_queued q
             WHERE q.queue = v_q.queue
               AND q.run_at <= now()
+              AND (q.concurrency_key IS NULL OR q.concurrency_key <> ALL (v_blocked))
             ORDER BY q.priority, q.run_at, q.id
             LIMIT v_budget + 100
-        ), rooms AS (
-            SELECT d.key,
+        ), rooms AS MATERIALIZED (
+            -- Once per key (the group without a key as ''), joined by hash.
+            SELECT coalesce(d.key, '') AS key,
                    least(v_budget,
                          CASE WHEN d.key IS NOT NULL THEN
                              v_q.per_key - coalesce(v_run_ns[array_position(v_run_keys, d.key)], 0)
@@ -469,7 +480,7 @@ BEGIN
             SELECT r.row, r.id, r.priority, r.run_at, r.key
             FROM (SELECT p.*, row_number() OVER (PARTITION BY p.key ORDER BY p.priority, p.run_at, p.id) AS rank
                   FROM prefix p) r
-            JOIN rooms m ON m.key IS NOT DISTINCT FROM r.key
+            JOIN rooms m ON m.key = coalesce(r.key, '')
             -- An ordered key's one job is its head, whatever its rank (checked below).
             WHERE r.rank <= m.n OR (v_q.ordered AND r.key IS NOT NULL AND m.n > 0)
             ORDER BY r.priority, r.run_at, r.id
