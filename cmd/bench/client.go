@@ -55,6 +55,9 @@ type workerSet interface {
 type workerHooks struct {
 	// started runs in the handler, once per job run.
 	started func(benchJob)
+	// returned runs in the handler as it returns, after started: the job's completion is
+	// not committed yet, but nothing of the handler runs any more.
+	returned func(benchJob)
 	// completed runs once the database has confirmed a job's completion (the driver's
 	// EventCompleted).
 	completed func()
@@ -68,6 +71,9 @@ func startWorkers(ctx context.Context, pool *pgxpool.Pool, name string, slots, c
 	driver.AddHandler(handlers, benchKind, func(_ context.Context, job *driver.Job[json.RawMessage]) error {
 		if hooks.started != nil {
 			hooks.started(benchJob{ID: job.ID})
+		}
+		if hooks.returned != nil {
+			hooks.returned(benchJob{ID: job.ID})
 		}
 		return nil
 	}, nil)

@@ -38,6 +38,10 @@
 //	limit_slots      work_drain on a queue with max_running = -workers (ratio to work_drain)
 //	limit_half       work_drain on a queue with max_running = -workers/2 (ratio to work_drain)
 //	limit_per_key    work_drain of jobs over 100 concurrency keys, per_key 1 (ratio to work_drain)
+//	fair             work_drain over 1,000 concurrency keys, fair, per_key -workers, k0 holding 90%
+//	                 (enqueued first; ratio to work_drain); when the other keys' last job started
+//	ordered          work_drain over 1,000 concurrency keys, ordered (ratio to work_drain); starts
+//	                 out of id order within a key
 //	held_xmin        steady while another session holds a REPEATABLE READ snapshot (ratio to steady)
 //	scale            work_drain with 1, 2 and 4 worker processes (this binary re-executed)
 //	naive            the seed design, one SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 + UPDATE
@@ -64,10 +68,10 @@
 // is empty. A fresh PostgreSQL backend's first call of each function compiles and plans it,
 // which on cold connections stalled the first half second of the window.
 //
-// The ratios at the end (work_drain to naive, bloat, the limit_* drains and workflow to
-// work_drain, held_xmin to steady, scale, shards) are the numbers to compare across
-// machines: both sides ran in the same run on the same server, so load from elsewhere
-// affects them alike.
+// The ratios at the end (work_drain to naive, bloat, the limit_* drains, fair, ordered and
+// workflow to work_drain, held_xmin to steady, scale, shards) are the numbers to compare
+// across machines: both sides ran in the same run on the same server, so load from
+// elsewhere affects them alike.
 //
 // # Peers
 //
@@ -86,10 +90,10 @@
 //
 // # What a job costs the server
 //
-// Every drain without preloaded finished jobs (work_drain, work_drain_1000, limit_*,
-// workflow), of skiplock and of each peer, reports the database server's CPU time per job
-// (its postmaster and every child, from /proc; the throwaway server only) and the WAL bytes
-// per job (pg_current_wal_insert_lsn), from the workers' start until they have stopped, plus
+// Every drain without preloaded finished jobs (work_drain, work_drain_1000, limit_*, fair,
+// ordered, workflow), of skiplock and of each peer, reports the database server's CPU time
+// per job (its postmaster and every child, from /proc; the throwaway server only) and the
+// WAL bytes per job (pg_current_wal_insert_lsn), from the workers' start until they have stopped, plus
 // the work each system leaves for later, run at once and measured the same way: the prune
 // of the finished jobs it keeps, in its own cleaner's batches (skiplock's jobs_prune 10,000
 // at a time; River's JobCleaner query, 10,000 at a time; graphile-worker keeps none), and a

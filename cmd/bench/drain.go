@@ -14,14 +14,35 @@ import (
 	"github.com/skiplock/skiplock/driver"
 )
 
-// drainLimits are the flow-control settings of a limited drain (the limit_* scenarios): the
-// queue's jobs_set_concurrency arguments (0: no limit of that kind), and how many
-// concurrency keys the jobs cycle through (0: no keys).
+// drainLimits are the flow-control settings of a limited drain (the limit_* scenarios, fair
+// and ordered): the queue's jobs_set_concurrency arguments (0 or false: not set), and how many
+// concurrency keys the jobs go to (0: no keys).
 type drainLimits struct {
 	maxRunning int
 	perKey     int
+	fair       bool
+	ordered    bool
 	keys       int
+	// hotShare is the share of the jobs that go to key k0, all enqueued before the others;
+	// the others cycle through the remaining keys-1 keys. 0: every job cycles through the
+	// keys, job i to key k<i mod keys>.
+	hotShare float64
 }
+
+// keyOf returns the key index of job seq of n.
+func (l *drainLimits) keyOf(seq, n int) int {
+	if l.hotShare == 0 {
+		return seq % l.keys
+	}
+	hot := l.hotJobs(n)
+	if seq < hot {
+		return 0
+	}
+	return 1 + (seq-hot)%(l.keys-1)
+}
+
+// hotJobs is how many of n jobs go to key k0 when hotShare is set.
+func (l *drainLimits) hotJobs(n int) int { return int(float64(n) * l.hotShare) }
 
 // workDrain: N no-op jobs queued, then the workers start; time from starting them to the
 // last completion committed. With preloadDone > 0 (the bloat scenario) that many finished
@@ -53,25 +74,30 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 		logf("%s: %d finished jobs in place after %s", name, preloadDone, time.Since(began).Round(time.Millisecond))
 	}
 	if limits != nil && limits.keys > 0 {
-		if err := r.bulkLoadKeyed(ctx, pool, int(n), limits.keys); err != nil {
+		if err := r.bulkLoadKeyed(ctx, pool, int(n), limits); err != nil {
 			return nil, err
 		}
 	} else if err := r.bulkLoad(ctx, pool, int(n), nil); err != nil {
 		return nil, err
 	}
+	var watch *keyWatch
 	if limits != nil {
-		if _, err := pool.Exec(ctx, "SELECT jobs_set_concurrency($1, nullif($2, 0), nullif($3, 0))",
-			benchQueue, limits.maxRunning, limits.perKey); err != nil {
-			return nil, fmt.Errorf("failed to set the queue's concurrency limits: %w", err)
+		if err := setLimits(ctx, pool, limits); err != nil {
+			return nil, err
 		}
 		defer func() {
 			// The next scenarios drain the same queue without limits.
-			if _, err := pool.Exec(context.WithoutCancel(ctx), "SELECT jobs_set_concurrency($1, NULL)", benchQueue); err != nil {
-				logf("%s: failed to remove the queue's concurrency limits: %v", name, err)
+			if err := setLimits(context.WithoutCancel(ctx), pool, &drainLimits{}); err != nil {
+				logf("%s: %v", name, err)
 			}
 		}()
+		if limits.fair || limits.ordered {
+			if watch, err = newKeyWatch(ctx, pool, limits.keys, int(n)); err != nil {
+				return nil, err
+			}
+		}
 	}
-	res, err := r.drain(ctx, pool, name, slots, n, int64(preloadDone))
+	res, err := r.drain(ctx, pool, name, slots, n, int64(preloadDone), watch)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +112,27 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 		}
 		if limits.perKey > 0 {
 			res.Add("per_key", limits.perKey)
+			res.note("per_key %d", limits.perKey)
+		}
+		if limits.fair {
+			res.Add("fair", true)
+			res.note("fair")
+		}
+		if limits.ordered {
+			res.Add("ordered", true)
+			res.note("ordered")
+		}
+		if limits.keys > 0 {
 			res.Add("concurrency_keys", limits.keys)
-			res.note("per_key %d over %d keys", limits.perKey, limits.keys)
+			if limits.hotShare > 0 {
+				res.Add("hot_key_jobs", limits.hotJobs(int(n)))
+				res.note("%d keys, k0 holding %d jobs enqueued first", limits.keys, limits.hotJobs(int(n)))
+			} else {
+				res.note("%d keys", limits.keys)
+			}
+		}
+		if watch != nil {
+			watch.report(res, limits, res.Seconds)
 		}
 	}
 	res.Add("workers", slots) // over the run's -workers among the common fields
@@ -99,9 +144,9 @@ func (r *runner) workDrain(ctx context.Context, name string, slots, preloadDone 
 // finished ones: the table analyzed and checkpointed, then a client with slots worker slots
 // (and the settings of startWorkers) started; time from starting it to the last completion
 // committed. It checks that every job is done and, without preloaded jobs, measures what the
-// jobs cost the server, the deferred prune and vacuum included. The caller adds its own
-// fields, then "workers".
-func (r *runner) drain(ctx context.Context, pool *pgxpool.Pool, name string, slots int, n, preloadDone int64) (*result, error) {
+// jobs cost the server, the deferred prune and vacuum included. A non-nil watch sees every
+// handler start and return. The caller adds its own fields, then "workers".
+func (r *runner) drain(ctx context.Context, pool *pgxpool.Pool, name string, slots int, n, preloadDone int64, watch *keyWatch) (*result, error) {
 	if err := settle(ctx, pool, "jobs"); err != nil {
 		return nil, err
 	}
@@ -126,10 +171,18 @@ func (r *runner) drain(ctx context.Context, pool *pgxpool.Pool, name string, slo
 	var completed atomic.Int64
 	prog.Begin()
 	start := time.Now()
-	ws, err := startWorkers(ctx, pool, r.workerName(), slots, r.cfg.claimAhead, workerHooks{
+	hooks := workerHooks{
 		started:   func(benchJob) { prog.Add(1) },
 		completed: func() { completed.Add(1) },
-	})
+	}
+	if watch != nil {
+		hooks.started = func(j benchJob) {
+			watch.started(j.ID, start)
+			prog.Add(1)
+		}
+		hooks.returned = func(j benchJob) { watch.returned(j.ID) }
+	}
+	ws, err := startWorkers(ctx, pool, r.workerName(), slots, r.cfg.claimAhead, hooks)
 	if err != nil {
 		prog.End()
 		return nil, err
@@ -175,9 +228,9 @@ func (r *runner) drain(ctx context.Context, pool *pgxpool.Pool, name string, slo
 	return res, nil
 }
 
-// bulkLoadKeyed enqueues n jobs like bulkLoad, job i with concurrency key "k<i mod keys>", so
-// that the keys interleave in claim order.
-func (r *runner) bulkLoadKeyed(ctx context.Context, pool *pgxpool.Pool, n, keys int) error {
+// bulkLoadKeyed enqueues n jobs like bulkLoad, job i with concurrency key "k<limits.keyOf(i)>":
+// without hotShare job i goes to key i mod keys, so that the keys interleave in claim order.
+func (r *runner) bulkLoadKeyed(ctx context.Context, pool *pgxpool.Pool, n int, limits *drainLimits) error {
 	now := time.Now()
 	for off := 0; off < n; off += r.cfg.batch {
 		size := min(r.cfg.batch, n-off)
@@ -185,7 +238,7 @@ func (r *runner) bulkLoadKeyed(ctx context.Context, pool *pgxpool.Pool, n, keys 
 		for i := range params {
 			seq := off + i
 			params[i] = driver.EnqueueParams{Kind: benchKind, Payload: json.RawMessage(payload(int64(seq), now)),
-				Opts: &driver.EnqueueOpts{ConcurrencyKey: "k" + strconv.Itoa(seq%keys)}}
+				Opts: &driver.EnqueueOpts{ConcurrencyKey: "k" + strconv.Itoa(limits.keyOf(seq, n))}}
 		}
 		if _, err := driver.EnqueueMany(ctx, pool, params); err != nil {
 			return err

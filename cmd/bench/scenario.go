@@ -146,6 +146,27 @@ var scenarios = []scenario{
 			means: "drain of a queue with per_key 1 over 100 keys vs no limit"},
 	},
 	{
+		name: "fair",
+		doc: "work_drain over 1,000 concurrency keys, fair, per_key -workers, k0 holding 90%\n" +
+			"(enqueued first; ratio to work_drain); when the other keys' last job started",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
+			return r.workDrain(ctx, "fair", r.cfg.workers, 0,
+				&drainLimits{perKey: r.cfg.workers, fair: true, keys: flowKeys, hotShare: fairHotShare})
+		},
+		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
+			means: "drain of a fair queue, one key holding 90% of the jobs, vs no limit (aim: at least 0.7)"},
+	},
+	{
+		name: "ordered",
+		doc: "work_drain over 1,000 concurrency keys, ordered (ratio to work_drain); starts\n" +
+			"out of id order within a key",
+		run: func(ctx context.Context, r *runner, _ int) (*result, error) {
+			return r.workDrain(ctx, "ordered", r.cfg.workers, 0, &drainLimits{ordered: true, keys: flowKeys})
+		},
+		ratio: &ratio{baseline: "work_drain", key: "ratio_to_work_drain", note: "%.2fx work_drain",
+			means: "drain of an ordered queue over 1,000 keys vs no limit (aim: at least 0.7)"},
+	},
+	{
 		name: "held_xmin",
 		doc:  "steady while another session holds a REPEATABLE READ snapshot (ratio to steady)",
 		run:  func(ctx context.Context, r *runner, _ int) (*result, error) { return r.steady(ctx, "held_xmin", true) },

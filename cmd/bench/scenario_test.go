@@ -126,7 +126,7 @@ func TestRatios(t *testing.T) {
 	jobsPerSec := map[string]float64{
 		"work_drain": 20000, "steady": 2000, "bloat": 19000, "held_xmin": 1000,
 		"scale_1p": 18000, "scale_2p": 27000, "scale_4p": 22500, "naive": 4000,
-		"limit_slots": 16000, "limit_half": 12000, "limit_per_key": 8000,
+		"limit_slots": 16000, "limit_half": 12000, "limit_per_key": 8000, "fair": 15000, "ordered": 14000,
 	}
 	var results []*result
 	byName := map[string]*result{}
@@ -155,6 +155,8 @@ func TestRatios(t *testing.T) {
 		{"bloat", "ratio_to_work_drain", 0.95, "0.95x work_drain"},
 		{"limit_slots", "ratio_to_work_drain", 0.8, "0.80x work_drain"},
 		{"limit_per_key", "ratio_to_work_drain", 0.4, "0.40x work_drain"},
+		{"fair", "ratio_to_work_drain", 0.75, "0.75x work_drain"},
+		{"ordered", "ratio_to_work_drain", 0.7, "0.70x work_drain"},
 		{"held_xmin", "ratio_to_steady", 0.5, "0.50x steady"},
 		{"scale_2p", "ratio_to_1p", 1.5, "1.50x scale_1p"},
 		{"scale_4p", "ratio_to_1p", 1.25, "1.25x scale_1p"},
@@ -177,7 +179,7 @@ func TestRatios(t *testing.T) {
 		names = append(names, l.Name)
 	}
 	want := []string{"work_drain / naive", "bloat / work_drain", "limit_slots / work_drain", "limit_half / work_drain",
-		"limit_per_key / work_drain", "held_xmin / steady", "scale 2p / 1p", "scale 4p / 1p"}
+		"limit_per_key / work_drain", "fair / work_drain", "ordered / work_drain", "held_xmin / steady", "scale 2p / 1p", "scale 4p / 1p"}
 	if !slices.Equal(names, want) {
 		t.Errorf("ratio lines %q, want %q", names, want)
 	}

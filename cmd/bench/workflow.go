@@ -82,7 +82,7 @@ func (r *runner) workflowDrain(ctx context.Context) (*result, error) {
 	enqueued := time.Since(began)
 	logf("workflow: %d jobs enqueued in %s", n, enqueued.Round(time.Millisecond))
 
-	res, err := r.drain(ctx, pool, "workflow", r.cfg.workers, n, 0)
+	res, err := r.drain(ctx, pool, "workflow", r.cfg.workers, n, 0, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,19 @@
 // done job and to the attempt that completed it, that every done job has a recorded
 // execution, and that no worker process died by itself.
 //
+// # Shaped queues
+//
+// With Options.Keys the jobs get concurrency keys (evenly, or one hot key holding
+// Options.HotKeyShare of them, enqueued first), and Options.Concurrency sets the queue's
+// jobs_set_concurrency (per_key, fair, ordered) before they are enqueued. Every execution
+// and effect then also takes a number from one sequence, and the report adds: keys_stuck
+// (keys with a job not done at the end), most_running_per_key (the most completing attempts
+// of one key whose spans, from execution to effect, overlap; at most per_key, 1 on an
+// ordered queue) and order_violations (attempts that began before an earlier job of their
+// key, by id, had committed its effect; a job run again after its lease expired is the same
+// job). Each fails the run where the queue's settings promise it: keys_stuck always,
+// most_running_per_key over per_key, and on an ordered queue over 1 or any order violation.
+//
 // # The delivery guarantee it checks
 //
 // skiplock runs a job at least once: executions exceed jobs whenever a worker dies or

@@ -177,6 +177,21 @@ type Options struct {
 	// buffered jobs besides running ones. Defaults to 0, the driver's default (adaptive).
 	ClaimAhead int
 
+	// Keys, when above 0, gives every job a concurrency_key, "k0" to "k<Keys-1>": job i goes
+	// to key i mod Keys, so that each key's jobs are enqueued in id order, interleaved with
+	// the other keys'. With HotKeyShare, key k0 takes that share of the jobs, the first ones
+	// enqueued, and the rest cycle through the other keys. Defaults to 0: no keys.
+	Keys int
+
+	// HotKeyShare is the share of the jobs that go to key k0 (see Keys): one tenant with
+	// most of the work, for a fair queue. Defaults to 0: the jobs spread evenly.
+	HotKeyShare float64
+
+	// Concurrency, when not nil, is set on the queue with jobs_set_concurrency before the
+	// jobs are enqueued, and the report checks what it promises (see [Concurrency]).
+	// Defaults to nil: no settings.
+	Concurrency *Concurrency
+
 	// Executable is the program started as a worker process; it must call [WorkerMain]
 	// when [IsWorker] reports true. Defaults to os.Executable(): the calling binary.
 	Executable string
@@ -187,6 +202,20 @@ type Options struct {
 	// WorkerLog receives the worker processes' logs (warnings and errors), each line
 	// prefixed with the worker's id. Defaults to discarding them.
 	WorkerLog io.Writer
+}
+
+// Concurrency is the jobs_set_concurrency call of a run, on the queue the workers work.
+type Concurrency struct {
+	// MaxRunning and PerKey are jobs_set_concurrency's max_running and per_key; 0 is NULL
+	// (no limit). The report fails a run in which more than PerKey jobs of a key ran at once.
+	MaxRunning int
+	PerKey     int
+
+	// Fair and Ordered are its fair and ordered arguments. With Ordered the report fails a
+	// run in which an attempt of a job began before an earlier job of its key (a lower id)
+	// had committed its effect, or two jobs of a key ran at once.
+	Fair    bool
+	Ordered bool
 }
 
 // RecoveryBound is the longest a fault's recovery may take: Lease + PollInterval +
@@ -308,6 +337,22 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.HogFraction+c.HangFraction > 0.5 {
 		return nil, bad("HogFraction", "+ HangFraction must be at most 0.5, got %g", c.HogFraction+c.HangFraction)
+	}
+	if c.Keys < 0 {
+		return nil, bad("Keys", "must not be negative, got %d", c.Keys)
+	}
+	if c.HotKeyShare < 0 || c.HotKeyShare >= 1 || (c.HotKeyShare > 0 && c.Keys < 2) {
+		return nil, bad("HotKeyShare", "must be at least 0 and below 1, with Keys at least 2; got %g with %d keys", c.HotKeyShare, c.Keys)
+	}
+	if cc := c.Concurrency; cc != nil {
+		if cc.MaxRunning < 0 || cc.PerKey < 0 {
+			return nil, bad("Concurrency", "limits must not be negative, got max_running %d, per_key %d", cc.MaxRunning, cc.PerKey)
+		}
+		if (cc.PerKey > 0 || cc.Fair || cc.Ordered) && c.Keys == 0 {
+			return nil, bad("Concurrency", "has per-key settings but the jobs have no keys (Keys 0)")
+		}
+		cp := *cc
+		c.Concurrency = &cp
 	}
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())

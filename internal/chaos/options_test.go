@@ -66,6 +66,11 @@ func TestOptions(t *testing.T) {
 			{Options{URL: "u", Server: srv, HogFraction: 0.3, HangFraction: 0.3}, "HogFraction"},
 			{Options{URL: "u", Server: srv, PoolConns: 4, HogConns: 5}, "HogConns"},
 			{Options{URL: "u", Server: srv, JobSleep: -1}, "JobSleep"},
+			{Options{URL: "u", Server: srv, Keys: -1}, "Keys"},
+			{Options{URL: "u", Server: srv, Keys: 1, HotKeyShare: 0.5}, "HotKeyShare"},
+			{Options{URL: "u", Server: srv, Keys: 10, HotKeyShare: 1}, "HotKeyShare"},
+			{Options{URL: "u", Server: srv, Concurrency: &Concurrency{Ordered: true}}, "Concurrency"},
+			{Options{URL: "u", Server: srv, Keys: 10, Concurrency: &Concurrency{PerKey: -1}}, "Concurrency"},
 		} {
 			_, err := c.opts.withDefaults()
 			if err == nil || !strings.Contains(err.Error(), "Options."+c.field) {
@@ -132,5 +137,58 @@ func TestReportErr(t *testing.T) {
 	}
 	if !strings.Contains(bad.String(), "FAIL") || !strings.Contains(bad.String(), "VIOLATION") {
 		t.Errorf("a failed report does not say FAIL and VIOLATION:\n%s", bad)
+	}
+
+	// The per-key checks: a fair queue's per_key, an ordered queue's one at a time and order.
+	fair := &Report{Jobs: 10, RecoveryBoundSeconds: 6, Keys: 5, PerKeyLimit: 2, MostRunningPerKey: 2}
+	if err := fair.Err(); err != nil {
+		t.Errorf("a fair run within per_key failed: %v", err)
+	}
+	fair.MostRunningPerKey, fair.KeysStuck = 3, 1
+	err = fair.Err()
+	for _, want := range []string{"3 jobs of one key ran at once, over per_key 2", "1 concurrency keys with jobs not done"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+	unordered := &Report{Jobs: 10, RecoveryBoundSeconds: 6, Keys: 5, MostRunningPerKey: 3, OrderViolations: 7}
+	if err := unordered.Err(); err != nil {
+		t.Errorf("keys out of order on a queue that does not promise order failed the run: %v", err)
+	}
+	ordered := &Report{Jobs: 10, RecoveryBoundSeconds: 6, Keys: 5, Ordered: true, MostRunningPerKey: 1}
+	if err := ordered.Err(); err != nil || !strings.Contains(ordered.String(), "most running per key 1 (no per_key limit, ordered)") {
+		t.Errorf("a clean ordered run: error %v, report:\n%s", err, ordered)
+	}
+	ordered.MostRunningPerKey, ordered.OrderViolations = 2, 4
+	err = ordered.Err()
+	for _, want := range []string{"2 jobs of one key of an ordered queue ran at once", "4 attempts began before an earlier job of their key was done"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+}
+
+// The jobs' concurrency keys: even over Keys, or a hot k0 holding the first HotKeyShare of
+// them.
+func TestKeyOf(t *testing.T) {
+	t.Parallel()
+	r := &runner{o: &Options{Jobs: 10, Keys: 3}}
+	var got []string
+	for i := range 10 {
+		got = append(got, r.keyOf(i))
+	}
+	if want := []string{"k0", "k1", "k2", "k0", "k1", "k2", "k0", "k1", "k2", "k0"}; !slices.Equal(got, want) {
+		t.Errorf("even keys %v, want %v", got, want)
+	}
+	r = &runner{o: &Options{Jobs: 10, Keys: 3, HotKeyShare: 0.5}}
+	got = got[:0]
+	for i := range 10 {
+		got = append(got, r.keyOf(i))
+	}
+	if want := []string{"k0", "k0", "k0", "k0", "k0", "k1", "k2", "k1", "k2", "k1"}; !slices.Equal(got, want) {
+		t.Errorf("hot keys %v, want %v", got, want)
+	}
+	if k := (&runner{o: &Options{Jobs: 10}}).keyOf(3); k != "" {
+		t.Errorf("key %q without Keys", k)
 	}
 }

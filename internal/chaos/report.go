@@ -76,6 +76,31 @@ type Report struct {
 	HogJobs  int `json:"hog_jobs"`
 	HangJobs int `json:"hang_jobs"`
 
+	// Keys is how many concurrency keys the jobs went to (Options.Keys), and KeysStuck how
+	// many of them still had a job that was not done at the end: a key whose jobs stopped
+	// being claimed (an ordered key held by a job that never came back, say).
+	Keys      int `json:"keys,omitempty"`
+	KeysStuck int `json:"keys_stuck,omitempty"`
+
+	// MostRunningPerKey is the most jobs of one key observed running at once: the attempts
+	// that completed their job, each from its execution's start to its effect, both
+	// numbered from one sequence. Killed or fenced attempts are left out, since when they
+	// stopped is not recorded; the completing ones are each inside the claim they ran
+	// under. It must be at most Options.Concurrency.PerKey, and 1 when Ordered.
+	MostRunningPerKey int `json:"most_running_per_key,omitempty"`
+
+	// OrderViolations counts the attempts of a job that began before every job of its key
+	// with a lower id had committed its effect (or ended dead or cancelled): a later job
+	// started before an earlier one was done. A job run again after its lease expired is the
+	// same job and no violation. Counted whenever the jobs have keys; it must be 0 on an
+	// ordered queue (Options.Concurrency.Ordered), and is not on others.
+	OrderViolations int `json:"order_violations,omitempty"`
+
+	// PerKeyLimit and Ordered are the settings the checks above hold the run to (0 and
+	// false: none).
+	PerKeyLimit int  `json:"per_key_limit,omitempty"`
+	Ordered     bool `json:"ordered,omitempty"`
+
 	// The run's settings.
 	Workers      int     `json:"workers"`
 	Slots        int     `json:"slots"`
@@ -104,6 +129,18 @@ func (r *Report) Err() error {
 	}
 	if r.RecoverySeconds > r.RecoveryBoundSeconds {
 		p = append(p, fmt.Sprintf("recovery took %.2fs, more than the bound of %.2fs", r.RecoverySeconds, r.RecoveryBoundSeconds))
+	}
+	if r.KeysStuck > 0 {
+		p = append(p, fmt.Sprintf("%d concurrency keys with jobs not done", r.KeysStuck))
+	}
+	if r.PerKeyLimit > 0 && r.MostRunningPerKey > r.PerKeyLimit {
+		p = append(p, fmt.Sprintf("%d jobs of one key ran at once, over per_key %d", r.MostRunningPerKey, r.PerKeyLimit))
+	}
+	if r.Ordered && r.MostRunningPerKey > 1 {
+		p = append(p, fmt.Sprintf("%d jobs of one key of an ordered queue ran at once", r.MostRunningPerKey))
+	}
+	if r.Ordered && r.OrderViolations > 0 {
+		p = append(p, fmt.Sprintf("%d attempts began before an earlier job of their key was done", r.OrderViolations))
 	}
 	p = append(p, r.Violations...)
 	if len(p) == 0 {
@@ -139,6 +176,17 @@ func (r *Report) String() string {
 	fmt.Fprintf(tw, "  row locks\t%d\tjobs locked FOR UPDATE by another session\n", r.RowsLocked)
 	fmt.Fprintf(tw, "  hog / hang jobs\t%d / %d\tjobs exhausting their pool (%d ran it dry, counted by surviving workers) / hanging past their timeout\n",
 		r.HogJobs, r.HangJobs, r.PoolExhaustions)
+	if r.Keys > 0 {
+		limit := "no per_key limit"
+		if r.PerKeyLimit > 0 {
+			limit = fmt.Sprintf("per_key %d", r.PerKeyLimit)
+		}
+		if r.Ordered {
+			limit += ", ordered"
+		}
+		fmt.Fprintf(tw, "  keys\t%d\t%d stuck (jobs not done); most running per key %d (%s); %d order violations\n",
+			r.Keys, r.KeysStuck, r.MostRunningPerKey, limit, r.OrderViolations)
+	}
 	_ = tw.Flush()
 	if len(r.Faults) > 0 {
 		b.WriteString("faults:\n")
@@ -245,6 +293,11 @@ func (r *runner) report(ctx context.Context) (*Report, error) {
 	}
 	if strayEffects > 0 {
 		r.violation("%d effects belong to no job", strayEffects)
+	}
+	if o.Keys > 0 {
+		if err := r.checkKeys(ctx, rep); err != nil {
+			return nil, err
+		}
 	}
 
 	// When each killed worker's jobs came back: jobs_requeue_expired records every expiry
@@ -385,3 +438,62 @@ func (r *runner) allResumed(t time.Time, all []time.Time, byWorker map[string][]
 }
 
 func round(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// checkKeys fills the report's per-key figures: keys stuck, most running per key, and
+// attempts that began before an earlier job of their key was done.
+func (r *runner) checkKeys(ctx context.Context, rep *Report) error {
+	o := r.o
+	rep.Keys = o.Keys
+	if cc := o.Concurrency; cc != nil {
+		rep.PerKeyLimit, rep.Ordered = cc.PerKey, cc.Ordered
+	}
+	q := func(what, sql string, dest *int) error {
+		if err := r.retry(ctx, waitLimit, func(ctx context.Context) error {
+			return r.admin.QueryRow(ctx, sql).Scan(dest)
+		}); err != nil {
+			return fmt.Errorf("chaos: failed to %s: %w", what, err)
+		}
+		return nil
+	}
+	if err := q("count the stuck keys", `SELECT count(DISTINCT concurrency_key) FROM jobs
+		WHERE concurrency_key IS NOT NULL AND state <> 'done'`, &rep.KeysStuck); err != nil {
+		return err
+	}
+	// Each completing attempt runs from its execution's seq to its effect's: +1 at the one,
+	// -1 at the other, summed in seq order per key.
+	if err := q("count the jobs running per key", `
+		WITH spans AS (
+		    SELECT j.queue, j.concurrency_key AS key, x.seq AS began, e.seq AS ended
+		    FROM jobs j
+		    JOIN chaos_effects e ON e.job_id = j.id
+		    JOIN (SELECT job_id, attempt, max(seq) AS seq FROM chaos_executions GROUP BY 1, 2) x
+		      ON x.job_id = j.id AND x.attempt = e.attempt
+		    WHERE j.concurrency_key IS NOT NULL
+		), steps AS (
+		    SELECT queue, key, began AS seq, 1 AS d FROM spans
+		    UNION ALL
+		    SELECT queue, key, ended, -1 FROM spans
+		)
+		SELECT coalesce(max(n), 0)::integer
+		FROM (SELECT sum(d) OVER (PARTITION BY queue, key ORDER BY seq) AS n FROM steps) s`,
+		&rep.MostRunningPerKey); err != nil {
+		return err
+	}
+	// For each job, the latest effect of the jobs of its key with lower ids, and whether one
+	// of them is neither done with an effect nor dead or cancelled.
+	return q("check the order within keys", `
+		WITH earlier AS (
+		    SELECT j.id,
+		           max(e.seq) OVER w AS done_seq,
+		           bool_or(e.job_id IS NULL AND j.state NOT IN ('dead', 'cancelled')) OVER w AS undone
+		    FROM jobs j
+		    LEFT JOIN chaos_effects e ON e.job_id = j.id
+		    WHERE j.concurrency_key IS NOT NULL
+		    WINDOW w AS (PARTITION BY j.queue, j.concurrency_key ORDER BY j.id
+		                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+		)
+		SELECT count(*)::integer
+		FROM chaos_executions x
+		JOIN earlier p ON p.id = x.job_id
+		WHERE x.seq < p.done_seq OR p.undone`, &rep.OrderViolations)
+}

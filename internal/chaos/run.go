@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,15 +17,21 @@ import (
 )
 
 // tablesSQL creates the run's bookkeeping: one chaos_effects row per job whose effect
-// committed (effects counts the commits), one chaos_executions row per attempt begun.
+// committed (effects counts the commits), one chaos_executions row per attempt begun. seq,
+// from one sequence, orders the executions and effects of the whole run: a sequence never
+// hands out a value twice, restarts included, so an attempt that began after an effect
+// committed has the higher seq (the effect's is drawn before its commit).
 const tablesSQL = `
 DROP TABLE IF EXISTS chaos_effects, chaos_executions;
+DROP SEQUENCE IF EXISTS chaos_order;
+CREATE SEQUENCE chaos_order;
 CREATE TABLE chaos_effects (
     job_id  bigint      NOT NULL,
     effects integer     NOT NULL DEFAULT 1,
     attempt integer     NOT NULL,
     worker  text        NOT NULL,
     at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    seq     bigint      NOT NULL DEFAULT nextval('chaos_order'),
     CONSTRAINT chaos_effects_pkey PRIMARY KEY (job_id)
 );
 CREATE INDEX chaos_effects_at_idx ON chaos_effects (at);
@@ -32,7 +39,8 @@ CREATE TABLE chaos_executions (
     job_id  bigint      NOT NULL,
     attempt integer     NOT NULL,
     worker  text        NOT NULL,
-    at      timestamptz NOT NULL DEFAULT clock_timestamp()
+    at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    seq     bigint      NOT NULL DEFAULT nextval('chaos_order')
 );
 UPDATE jobs_settings SET backoff_base = interval '100 milliseconds', backoff_cap = interval '2 seconds';`
 
@@ -206,13 +214,42 @@ func (r *runner) setup(ctx context.Context) error {
 	if _, err := r.admin.Exec(ctx, tablesSQL); err != nil {
 		return fmt.Errorf("chaos: failed to create the run's tables: %w", err)
 	}
+	if cc := r.o.Concurrency; cc != nil {
+		// fair and ordered only when set: the call then works on a schema without them too.
+		sql := "SELECT jobs_set_concurrency(queue => $1, max_running => nullif($2, 0), per_key => nullif($3, 0)"
+		args := []any{driver.QueueDefault, cc.MaxRunning, cc.PerKey}
+		if cc.Fair {
+			sql += ", fair => true"
+		}
+		if cc.Ordered {
+			sql += ", ordered => true"
+		}
+		if _, err := r.admin.Exec(ctx, sql+")", args...); err != nil {
+			return fmt.Errorf("chaos: failed to set the queue's concurrency settings: %w", err)
+		}
+	}
 	return nil
+}
+
+// keyOf returns the concurrency key of job i, "" without Keys.
+func (r *runner) keyOf(i int) string {
+	o := r.o
+	if o.Keys == 0 {
+		return ""
+	}
+	if o.HotKeyShare == 0 {
+		return "k" + strconv.Itoa(i%o.Keys)
+	}
+	hot := int(float64(o.Jobs) * o.HotKeyShare)
+	if i < hot {
+		return "k0"
+	}
+	return "k" + strconv.Itoa(1+(i-hot)%(o.Keys-1))
 }
 
 // enqueue adds the run's jobs, their kinds and sleeps drawn from the seeded generator.
 func (r *runner) enqueue(ctx context.Context) error {
 	o := r.o
-	opts := &driver.EnqueueOpts{MaxAttempts: o.MaxAttempts}
 	const batch = 5000
 	params := make([]driver.EnqueueParams, 0, batch)
 	flush := func() error {
@@ -236,6 +273,7 @@ func (r *runner) enqueue(ctx context.Context) error {
 			r.hogJobs++
 		}
 		sleepMS := int(r.rng.Float64() * 2 * float64(r.jobSleep) / float64(time.Millisecond))
+		opts := &driver.EnqueueOpts{MaxAttempts: o.MaxAttempts, ConcurrencyKey: r.keyOf(i)}
 		params = append(params, driver.EnqueueParams{Kind: kind, Payload: jobArgs{Seq: i, SleepMS: sleepMS}, Opts: opts})
 		if len(params) == batch {
 			if err := flush(); err != nil {

@@ -243,7 +243,8 @@ ON CONFLICT (job_id) DO UPDATE
 SET effects = chaos_effects.effects + 1,
     attempt = excluded.attempt,
     worker = excluded.worker,
-    at = excluded.at`
+    at = excluded.at,
+    seq = excluded.seq`
 
 // effect commits the job's effect and its completion in one transaction (CompleteTx): the
 // effect happens exactly once however often the job runs.
