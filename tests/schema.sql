@@ -157,6 +157,7 @@ CREATE FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queu
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_bitmapscan TO 'off'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1299,6 +1300,7 @@ CREATE FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue tex
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1542,6 +1544,7 @@ CREATE FUNCTION skiplock._jobs_finished(ids bigint[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1717,6 +1720,7 @@ CREATE FUNCTION skiplock._jobs_prunable(id bigint, workflow_id bigint, has_child
     LANGUAGE sql STABLE
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
     SELECT (_jobs_prunable.workflow_id IS NULL
             OR NOT EXISTS (SELECT FROM jobs w
@@ -1759,6 +1763,7 @@ CREATE FUNCTION skiplock._jobs_revive(ids bigint[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -2108,6 +2113,7 @@ CREATE FUNCTION skiplock.jobs_cancel_workflow(workflow_id bigint) RETURNS intege
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -2190,6 +2196,7 @@ CREATE FUNCTION skiplock.jobs_claim(worker text, max_jobs integer DEFAULT 1, que
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_bitmapscan TO 'off'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -5362,6 +5369,7 @@ CREATE FUNCTION skiplock.jobs_workflow(workflow_id bigint) RETURNS TABLE(id bigi
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN

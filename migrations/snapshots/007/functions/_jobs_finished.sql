@@ -34,6 +34,10 @@ SET search_path FROM CURRENT
 -- Every statement finds its jobs by id (jobs_pkey) or its dependencies by jobs_dependencies'
 -- indexes; a plan cached while the tables were small would scan them whole ever after.
 SET enable_seqscan = off
+-- With sequential scans off, a plan with a condition that no index serves is
+-- costed at 1e10, far above jit_above_cost, so every call would JIT-compile its statements
+-- (about 100 ms each time where JIT is available).
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE

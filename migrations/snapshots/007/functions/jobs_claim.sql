@@ -64,6 +64,10 @@ SET search_path FROM CURRENT
 -- ordered range scan of jobs_ready_idx that stops at max_jobs, whatever the statistics say.
 SET enable_bitmapscan = off
 SET enable_seqscan = off
+-- With sequential scans off, a condition that no index serves (queues NULL: every queue) is
+-- costed at 1e10, far above jit_above_cost, so every call would JIT-compile its statements
+-- (about 100 ms each time where JIT is available).
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
