@@ -3068,7 +3068,11 @@ BEGIN
             SELECT t.ord
             FROM unnest(v_ids, v_unique_keys) WITH ORDINALITY AS t(id, unique_key, ord)
             WHERE t.unique_key IS NOT NULL AND NOT t.id = ANY (v_inserted)
-            ORDER BY t.ord
+            -- In key order, as the keys were inserted: a replace locks the key's job, and two
+            -- calls naming the same keys in different input orders would otherwise lock their
+            -- jobs in opposite orders and deadlock. Elements of one key still act in input
+            -- order (the last replace of a key wins).
+            ORDER BY v_queues[t.ord], t.unique_key, t.ord
         LOOP
             -- As in jobs_enqueue: kept, replaced in place (also a job an earlier element of
             -- this call inserted: the later element's fields win), still in its unique_for

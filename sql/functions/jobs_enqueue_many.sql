@@ -17,7 +17,9 @@
 --           a worker hears about the jobs another way, such as jobs_notify after commit).
 --           All or nothing: a bad element raises and inserts no job of the call.
 -- Locks:    inserts rows; with unique_keys, may briefly wait on concurrent inserts of a key
---           (keys are inserted in (queue, unique_key) order, so two batches cannot deadlock).
+--           (keys are inserted in (queue, unique_key) order, so two batches cannot deadlock);
+--           with on_duplicates 'replace', the jobs replaced (their jobs_queued rows, then
+--           their jobs rows, as a claim takes them), in the same key order.
 -- States:   new jobs in queued.
 -- Time:     now() (transaction start).
 -- Errors:   22023 naming the parameter and element, e.g. 'kinds[3] must be ...', for the
@@ -271,7 +273,11 @@ BEGIN
             SELECT t.ord
             FROM unnest(v_ids, v_unique_keys) WITH ORDINALITY AS t(id, unique_key, ord)
             WHERE t.unique_key IS NOT NULL AND NOT t.id = ANY (v_inserted)
-            ORDER BY t.ord
+            -- In key order, as the keys were inserted: a replace locks the key's job, and two
+            -- calls naming the same keys in different input orders would otherwise lock their
+            -- jobs in opposite orders and deadlock. Elements of one key still act in input
+            -- order (the last replace of a key wins).
+            ORDER BY v_queues[t.ord], t.unique_key, t.ord
         LOOP
             -- As in jobs_enqueue: kept, replaced in place (also a job an earlier element of
             -- this call inserted: the later element's fields win), still in its unique_for

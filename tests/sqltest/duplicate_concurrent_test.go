@@ -234,3 +234,50 @@ func TestUniqueKeyDuplicatesUnder16Enqueuers(t *testing.T) {
 		})
 	}
 }
+
+// TestEnqueueManyReplacesInKeyOrder: calls of jobs_enqueue_many that replace the same keys
+// in opposite input orders lock the keys' jobs in one order (the keys'), so they never
+// deadlock; each key's job ends with the payload of one call, the last to commit.
+func TestEnqueueManyReplacesInKeyOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mustExec(t, b.Conn, `SELECT jobs_enqueue('k', '{}', 'dlq', unique_key => k)
+		FROM unnest(ARRAY['a', 'b', 'c', 'd']) AS k`)
+	const sessions, calls = 8, 60
+	orders := [][]string{{"a", "b", "c", "d"}, {"d", "c", "b", "a"}, {"b", "d", "a", "c"}}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for s := range sessions {
+		conn := b.Connect(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keys := orders[s%len(orders)]
+			for i := range calls {
+				payload := fmt.Sprintf(`{"s": %d, "i": %d}`, s, i)
+				_, err := conn.Exec(t.Context(), `SELECT jobs_enqueue_many(
+					array_fill('k'::text, ARRAY[4]), array_fill($1::jsonb, ARRAY[4]),
+					array_fill('dlq'::text, ARRAY[4]), unique_keys => $2::text[],
+					on_duplicates => array_fill('replace'::text, ARRAY[4]))`, payload, keys)
+				if err != nil {
+					errs <- fmt.Errorf("session %d call %d: %w", s, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var jobs, payloads int
+	if err := b.Conn.QueryRow(t.Context(), `SELECT count(*), count(DISTINCT payload)
+		FROM jobs WHERE queue = 'dlq'`).Scan(&jobs, &payloads); err != nil {
+		t.Fatal(err)
+	}
+	// Each call replaced all four keys in one transaction, so they end alike.
+	if jobs != 4 || payloads != 1 {
+		t.Fatalf("queue dlq holds %d jobs with %d distinct payloads, want 4 jobs with 1", jobs, payloads)
+	}
+}
