@@ -15,7 +15,8 @@
 --           starve one with 10. ordered true: the queued jobs sharing a concurrency_key run
 --           one at a time in id (enqueue) order; a job of the key queued for its retry (after
 --           jobs_fail, jobs_snooze, or requeued after its lease expired) holds back the later
---           ones until it is done, dead or cancelled. Jobs without a key are not ordered. See
+--           ones until it is done, dead or cancelled. A job waiting for its parents is not
+--           queued and holds nothing back until it is. Jobs without a key are not ordered. See
 --           _jobs_claim_limited for both. fair or ordered NULL (the default) leaves that
 --           setting as it is, so a call with two or three arguments does not switch either
 --           off; false switches it off.

@@ -483,6 +483,40 @@ func TestOrderedHeadHoldsKey(t *testing.T) {
 	}
 }
 
+// TestOrderedWaitingJobJoinsWhenQueued: a job waiting for its parent is not queued, so it
+// holds its key's later jobs back no more than a job not yet enqueued would; once its parent
+// is done it takes its place in the key's order by id.
+func TestOrderedWaitingJobJoinsWhenQueued(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('q', NULL, NULL, ordered => true)")
+	parent := enqueue(t, b.Conn, "queue => 'parents'")
+	waiting := enqueue(t, b.Conn, fmt.Sprintf("queue => 'q', concurrency_key => 'acct', depends_on => ARRAY[%d]::bigint[]", parent))
+	later := enqueue(t, b.Conn, "queue => 'q', concurrency_key => 'acct'")
+
+	ids := func(jobs []claimedJob) []int64 { return idsOf(jobs, func(j claimedJob) int64 { return j.ID }) }
+	got := claimN(t, b.Conn, "q", 10)
+	if len(got) != 1 || got[0].ID != later {
+		t.Fatalf("claim took %v, want the queued job %d (the waiting %d holds nothing back)", ids(got), later, waiting)
+	}
+	// The parent finishes while the later job runs: the waiting job is queued, and an
+	// enqueue after it comes after it.
+	p := claimOne(t, b.Conn, "w", "parents", "1 hour")
+	mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", p.ID, p.Attempt)
+	last := enqueue(t, b.Conn, "queue => 'q', concurrency_key => 'acct'")
+	if more := claimN(t, b.Conn, "q", 10); len(more) != 0 {
+		t.Fatalf("acct runs %d, yet the claim took %v", later, ids(more))
+	}
+	mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", got[0].ID, got[0].Attempt)
+	for _, want := range []int64{waiting, last} {
+		next := claimN(t, b.Conn, "q", 10)
+		if len(next) != 1 || next[0].ID != want {
+			t.Fatalf("claim took %v, want %d", ids(next), want)
+		}
+		mustExec(t, b.Conn, "SELECT jobs_complete($1, $2)", next[0].ID, next[0].Attempt)
+	}
+}
+
 func containsID(ids []int64, id int64) bool {
 	for _, x := range ids {
 		if x == id {
