@@ -500,7 +500,9 @@ func TestAddBatchHandlerRefusesBadOptions(t *testing.T) {
 		"empty kind":       func() { driver.AddBatchHandler(driver.NewHandlers(), "", fn, driver.BatchOpts{}) },
 		"nil fn":           func() { driver.AddBatchHandler[numbered](driver.NewHandlers(), "k", nil, driver.BatchOpts{}) },
 		"negative MaxJobs": func() { driver.AddBatchHandler(driver.NewHandlers(), "k", fn, driver.BatchOpts{MaxJobs: -1}) },
-		"huge MaxJobs":     func() { driver.AddBatchHandler(driver.NewHandlers(), "k", fn, driver.BatchOpts{MaxJobs: driver.BatchSizeMax + 1}) },
+		"huge MaxJobs": func() {
+			driver.AddBatchHandler(driver.NewHandlers(), "k", fn, driver.BatchOpts{MaxJobs: driver.BatchSizeMax + 1})
+		},
 		"negative MaxWait": func() { driver.AddBatchHandler(driver.NewHandlers(), "k", fn, driver.BatchOpts{MaxWait: -1}) },
 		"bad Timeout":      func() { driver.AddBatchHandler(driver.NewHandlers(), "k", fn, driver.BatchOpts{Timeout: -2}) },
 		"kind taken": func() {
