@@ -23,6 +23,7 @@ type Client struct {
 	claimHook  ClaimHook // hook, when it implements ClaimHook
 	handlers   map[string]*handler
 	anyKind    *handler              // Handlers.anyKind: the kinds without a handler; nil if none
+	batchKinds bool                  // some handler is a batch handler (AddBatchHandler)
 	fetchLoops map[string]*fetchLoop // by queue name
 	queueOrder []*fetchLoop          // fetchLoops sorted by queue name
 	listenCfg  *pgx.ConnConfig
@@ -35,6 +36,7 @@ type Client struct {
 	stopCh   chan struct{} // closed by Stop
 	done     chan struct{} // closed when Run returns
 	fatal    chan error    // a claim error that retrying cannot fix; size 1
+	stopping chan struct{} // closed by Run when shutdown begins: batches stop waiting for jobs
 
 	// Set by Run before it starts any goroutine, read-only afterwards.
 	workCtx context.Context // database calls; cancelled when Run abandons them
@@ -91,10 +93,12 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		stopCh:     make(chan struct{}),
 		done:       make(chan struct{}),
 		fatal:      make(chan error, 1),
+		stopping:   make(chan struct{}),
 	}
 	c.claimHook, _ = cfg.Hook.(ClaimHook)
 	for kind, h := range cfg.Handlers.byKind {
 		c.handlers[kind] = h
+		c.batchKinds = c.batchKinds || h.batch != nil
 	}
 	totalSlots := 0
 	for name, q := range cfg.Queues {
@@ -201,6 +205,7 @@ func (c *Client) Run(ctx context.Context) error {
 	c.claimsStopped = true
 	c.claimsStopping.Store(true)
 	c.claimsMu.Unlock()
+	close(c.stopping)
 	stopFetching()
 	loops.Wait()
 

@@ -292,6 +292,9 @@ func (c *Config) validate() (*Config, error) {
 	if cfg.Lease < LeaseMin {
 		return nil, invalid("Lease", "must be at least %s, got %s", LeaseMin, cfg.Lease)
 	}
+	if err := checkBatchWaits(cfg.Handlers, cfg.Lease); err != nil {
+		return nil, err
+	}
 	switch {
 	case cfg.HeartbeatInterval == 0:
 		cfg.HeartbeatInterval = cfg.Lease / 3

@@ -61,6 +61,27 @@
 // commit together, exactly once. [AddDefaultHandler] registers a handler for every kind
 // without one of its own, as `skiplock work --exec` does to run any job.
 //
+// # Batch handlers
+//
+// [AddBatchHandler] registers a [BatchHandleFunc] for a kind whose jobs are cheaper together
+// (one bulk insert, one API call for many messages): it gets up to [BatchOpts].MaxJobs jobs of
+// the kind claimed together by one queue of the client, and with [BatchOpts].MaxWait also
+// those its later claims bring before then, in one call. Each job keeps its own attempt (the
+// fencing token) and its own outcome: nil completes them all (each fenced, in the batched
+// completions), one error fails them all (each with its own backoff), and a [BatchErrors]
+// with one entry per job settles each job on its own (nil, an error, [Snooze], [Cancel],
+// [RetryAt]). A panic fails every job of the batch. Each job holds a slot of its queue while
+// it waits for the batch to fill and while the handler runs, and heartbeats extend the leases
+// of all of them:
+//
+//	driver.AddBatchHandler(handlers, "send_email", func(ctx context.Context, jobs []*driver.Job[Email]) error {
+//		errs := make(driver.BatchErrors, len(jobs))
+//		for i, err := range mailer.SendAll(ctx, jobs) {
+//			errs[i] = err // nil: done
+//		}
+//		return errs
+//	}, driver.BatchOpts{MaxJobs: 50, MaxWait: 100 * time.Millisecond})
+//
 // # The fetch loop
 //
 // Each queue's fetch loop waits in a select on its wake-up channel (one slot, so any number

@@ -16,9 +16,19 @@ import (
 // measurement the README quotes; this is the driver's own, for profiling:
 //
 //	go test -run '^$' -bench Drain -benchtime 50000x ./driver
+//
+// The ",batch" runs drain the jobs with a batch handler (AddBatchHandler, MaxJobs 100).
 func BenchmarkDrain(b *testing.B) {
-	for _, slots := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("slots=%d", slots), func(b *testing.B) {
+	for _, run := range []struct {
+		slots int
+		batch bool
+	}{{100, false}, {1000, false}, {100, true}, {1000, true}} {
+		slots := run.slots
+		name := fmt.Sprintf("slots=%d", slots)
+		if run.batch {
+			name += ",batch"
+		}
+		b.Run(name, func(b *testing.B) {
 			url := pgtest.NewDatabase(b)
 			tb := &testBundle{url: url, pool: newPool(b, url, 20), logger: testLogger(b)}
 			ctx := context.Background()
@@ -40,7 +50,12 @@ func BenchmarkDrain(b *testing.B) {
 			var completed atomic.Int64
 			allDone := make(chan struct{})
 			hs := driver.NewHandlers()
-			driver.AddHandler(hs, "noop", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
+			if run.batch {
+				driver.AddBatchHandler(hs, "noop", func(ctx context.Context, jobs []*driver.Job[struct{}]) error { return nil },
+					driver.BatchOpts{MaxJobs: 100})
+			} else {
+				driver.AddHandler(hs, "noop", func(ctx context.Context, job *driver.Job[struct{}]) error { return nil }, nil)
+			}
 			cfg := baseConfig(tb, hs, map[string]driver.QueueConfig{"default": {Slots: slots}})
 			cfg.Hook = driver.HookFunc(func(e *driver.Event) {
 				if e.Kind == driver.EventCompleted && completed.Add(1) == int64(b.N) {

@@ -47,6 +47,7 @@ type fetchLoop struct {
 	running map[int64]*execution // for heartbeats, buffered jobs included; guarded by mu
 	busy    int                  // jobs handed to workers and not finished; guarded by mu
 	buffer  []*execution         // jobs claimed ahead, oldest first; guarded by mu
+	open    map[string]*batch    // by kind, the batch still taking jobs (batch.go); guarded by mu
 
 	scratch []JobRow // the loop's buffer for claimed rows
 
@@ -88,6 +89,7 @@ func newFetchLoop(c *Client, queue string, q QueueConfig) *fetchLoop {
 		freed:    make(chan struct{}, 1),
 		idle:     make(chan *execution),
 		running:  make(map[int64]*execution),
+		open:     make(map[string]*batch),
 	}
 }
 
@@ -339,18 +341,24 @@ func (fl *fetchLoop) start(buf []JobRow, claimedAt time.Time) {
 	}
 	buffered := len(fl.buffer) > 0
 	fl.mu.Unlock()
-	for _, ex := range ready {
-		select {
-		case fl.idle <- ex:
-		default:
-			go fl.worker(ex)
-		}
-	}
+	// Grouped before any is handed out, so that the jobs of one claim go into one batch.
+	fl.handOut(fl.group(ready))
 	if buffered {
 		// The loop arms the TTL of what is buffered (this may run in the completer).
 		select {
 		case fl.freed <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// handOut hands each job (or batch leader) to an idle worker, or to a new one when none is.
+func (fl *fetchLoop) handOut(exs []*execution) {
+	for _, ex := range exs {
+		select {
+		case fl.idle <- ex:
+		default:
+			go fl.worker(ex)
 		}
 	}
 }

@@ -52,8 +52,12 @@ type handler struct {
 	timeout time.Duration // 0: Config.JobTimeout; -1: none
 
 	// run returns decodeErr when the payload does not decode into the handler's type (the
-	// handler is not called then), and otherwise what the handler returned.
+	// handler is not called then), and otherwise what the handler returned. nil for a batch
+	// handler.
 	run func(ctx context.Context, ex *execution) (decodeErr, err error)
+
+	// batch runs the jobs of a batch handler (AddBatchHandler); nil for other handlers.
+	batch *batchHandler
 }
 
 // AddHandler registers fn for jobs of the given kind, whose payloads are decoded from JSON

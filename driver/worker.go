@@ -19,6 +19,10 @@ type execution struct {
 	leaseUntil    atomic.Int64 // UnixNano by this machine's clock; conservative
 	completedInTx atomic.Bool  // CompleteTx succeeded
 
+	// batch is the batch this job leads (its first job, handed to a worker), for a batch
+	// handler's kind; nil otherwise, and for the jobs that joined a batch (fetchLoop.group).
+	batch *batch
+
 	bufferedAt time.Time // when it was claimed, for the claim-ahead buffer's TTL (fetchLoop.mu)
 }
 
@@ -30,15 +34,14 @@ const workerIdleTimeout = 5 * time.Second
 // its workers (and their grown stacks) instead of starting a goroutine per job, and an idle
 // queue has none once workerIdleTimeout has passed. A worker frees its slot before it waits
 // for the next job, so a claim in between may start a worker beyond the slots; the extra
-// workers take later jobs or exit when idle.
+// workers take later jobs or exit when idle. A job that leads a batch (batch.go) brings the
+// jobs of its batch along: the worker runs them in one call of their handler.
 func (fl *fetchLoop) worker(ex *execution) {
 	idle := time.NewTimer(workerIdleTimeout)
 	defer idle.Stop()
 	for {
-		fl.execute(ex)
-		if next := fl.finish(ex); next != nil {
-			ex = next // claimed ahead: no round trip
-			continue
+		for ex != nil {
+			ex = fl.runUnit(ex) // a job claimed ahead next: no round trip
 		}
 		idle.Reset(workerIdleTimeout)
 		select {
@@ -51,6 +54,25 @@ func (fl *fetchLoop) worker(ex *execution) {
 	}
 }
 
+// runUnit runs ex, or the batch ex leads, and finishes its jobs. It returns what the worker
+// runs next: a job claimed ahead that took a freed slot (handing any others to workers),
+// or nil.
+func (fl *fetchLoop) runUnit(ex *execution) *execution {
+	if b := ex.batch; b != nil {
+		units := fl.group(fl.runBatch(b))
+		if len(units) == 0 {
+			return nil
+		}
+		fl.handOut(units[1:])
+		return units[0]
+	}
+	fl.execute(ex)
+	if next := fl.finish(ex); next != nil {
+		return fl.groupOne(next) // nil when it joined an open batch
+	}
+	return nil
+}
+
 // execute runs one job and records the outcome (outcome.go), or hands it to the
 // completer. The worker frees the slot afterwards (finish).
 func (fl *fetchLoop) execute(ex *execution) {
@@ -59,12 +81,13 @@ func (fl *fetchLoop) execute(ex *execution) {
 	if c.hook != nil {
 		c.hook.HandleEvent(&Event{Kind: EventStarted, Job: &ex.row, State: JobStateRunning, Wait: start.Sub(ex.row.RunAt)})
 	}
-	h := c.handlers[ex.row.Kind]
-	if h == nil {
-		h = c.anyKind
-	}
+	h := c.handlerFor(ex.row.Kind)
 	if h == nil {
 		c.failJob(ex, fmt.Errorf("no handler for kind %q in client %s", ex.row.Kind, c.cfg.ID), nil, 0)
+		return
+	}
+	if h.batch != nil { // not grouped (fetchLoop.group does): a batch of one
+		c.executeBatch(h, []*execution{ex})
 		return
 	}
 	ctx := ex.ctx
@@ -79,6 +102,14 @@ func (fl *fetchLoop) execute(ex *execution) {
 	}
 	decodeErr, err := callHandler(ctx, h, ex)
 	c.settle(ex, decodeErr, err, time.Since(start))
+}
+
+// handlerFor returns the handler of kind, the default handler when kind has none, or nil.
+func (c *Client) handlerFor(kind string) *handler {
+	if h := c.handlers[kind]; h != nil {
+		return h
+	}
+	return c.anyKind
 }
 
 // callHandler runs the handler, turning a panic into a *panicError, and an error whose Error

@@ -251,6 +251,36 @@ export interface HandlerContext {
  */
 export type Handler<Payload = any> = (job: Job<Payload>, ctx: HandlerContext) => unknown;
 
+/** The second argument of a batch handler. */
+export interface BatchContext {
+  /** Fires with JobTimeoutError or ShutdownError, or JobNotHeldError once every job is lost. */
+  signal: AbortSignal;
+}
+
+/**
+ * A batch handler's function: undefined completes every job; an array with one entry per job
+ * settles each on its own (a value: its result; Snooze, Cancel, RetryAt; an Error: failed);
+ * what it throws fails every job.
+ */
+export type BatchHandleFunc<Payload = any> = (jobs: Job<Payload>[], ctx: BatchContext) => unknown;
+
+export interface BatchOptions {
+  /** Defaults to BATCH_MAX_JOBS_DEFAULT. */
+  maxJobs?: number;
+  /** ms; 0 (the default) is no waiting. Below lease / 2. */
+  maxWait?: number;
+}
+
+export const BATCH_MAX_JOBS_DEFAULT: number;
+
+/** A batch handler, given as the value of a kind in WorkerOptions.handlers. */
+export class Batch<Payload = any> {
+  constructor(fn: BatchHandleFunc<Payload>, options?: BatchOptions);
+  readonly fn: BatchHandleFunc<Payload>;
+  readonly maxJobs: number;
+  readonly maxWait: number;
+}
+
 export type WorkerEventType = 'completed' | 'failed' | 'snoozed' | 'cancelled' | 'lost';
 
 export interface WorkerEvent {
@@ -268,7 +298,7 @@ export interface Logger {
 
 /** new Worker's options; src/worker.js documents each. */
 export interface WorkerOptions {
-  handlers: { [kind: string]: Handler };
+  handlers: { [kind: string]: Handler | Batch };
   /** Queue name -> slots. Defaults to {default: SLOTS_DEFAULT}. */
   queues?: { [queue: string]: number };
   name?: string;

@@ -31,6 +31,32 @@ export const SHUTDOWN_TIMEOUT_DEFAULT = 10 * 1000;
 export const COMPLETE_BATCH_DELAY_DEFAULT = 2;
 export const COMPLETE_BATCH_SIZE_DEFAULT = 100;
 export const SLOTS_DEFAULT = 10;
+// The most jobs one call of a batch handler gets by default (the Go driver's BatchMaxJobsDefault).
+export const BATCH_MAX_JOBS_DEFAULT = 100;
+
+/**
+ * new Batch(fn, {maxJobs, maxWait}): a batch handler, given as the value of a kind in the
+ * Worker's handlers. fn(jobs, {signal}) gets up to maxJobs (default BATCH_MAX_JOBS_DEFAULT)
+ * jobs of the kind that one queue of the worker claimed together, and with maxWait (ms; 0,
+ * the default, is no waiting; below lease / 2) also those its later claims bring before the
+ * batch is full or maxWait has passed since its first job was claimed. Each job holds a slot
+ * of its queue while it waits and runs (a batch never holds more jobs than the queue has
+ * slots), is heartbeated, and keeps its own attempt and outcome. fn resolving to undefined
+ * completes every job; to an array with one entry per job settles each job on its own, read
+ * as a handler's return value (a value: done with that result; Snooze, Cancel, RetryAt; an
+ * Error: a failed attempt); throwing (or a Snooze, Cancel or RetryAt) gives every job of the
+ * batch that outcome. signal fires on timeout and shutdown, and once every job is lost.
+ */
+export class Batch {
+  constructor(fn, { maxJobs = BATCH_MAX_JOBS_DEFAULT, maxWait = 0 } = {}) {
+    if (typeof fn !== 'function') throw new TypeError('skiplock: Batch needs a function');
+    if (!Number.isInteger(maxJobs) || maxJobs < 1) throw new RangeError('skiplock: Batch maxJobs must be a positive integer');
+    if (typeof maxWait !== 'number' || !(maxWait >= 0)) throw new RangeError('skiplock: Batch maxWait must be a non-negative number of ms');
+    this.fn = fn;
+    this.maxJobs = maxJobs;
+    this.maxWait = maxWait;
+  }
+}
 // After the shutdown grace period fires the handlers' signals, stop() waits this long more
 // for them before it abandons those that ignore their signal (as the Go driver does).
 export const SHUTDOWN_ABANDON_AFTER = 5000;
@@ -134,6 +160,11 @@ export class Worker {
       throw new RangeError('skiplock: Worker options.name must be a non-empty string of at most 200 bytes');
     }
     this.lease = options.lease ?? LEASE_DEFAULT;
+    for (const [kind, h] of Object.entries(this.handlers)) {
+      if (h instanceof Batch && h.maxWait >= this.lease / 2) {
+        throw new RangeError(`skiplock: Worker options.handlers.${kind}.maxWait must be below lease / 2`);
+      }
+    }
     this.heartbeatInterval = options.heartbeatInterval ?? Math.floor(this.lease / 3);
     this.timeout = options.timeout ?? JOB_TIMEOUT_DEFAULT;
     this.pollInterval = options.pollInterval ?? POLL_INTERVAL_DEFAULT;
@@ -148,6 +179,8 @@ export class Worker {
 
     this.stats = { claimed: 0, completed: 0, failed: 0, snoozed: 0, cancelled: 0, fenced: 0, errors: 0 };
     this.running = new Map(); // id -> execution
+    this.openBatches = new Map(); // queue NUL kind -> the batch still taking jobs (gather)
+    this.stoppingPromise = new Promise((resolve) => { this.resolveStopping = resolve; });
     this.busy = Object.fromEntries(Object.keys(this.queues).map((q) => [q, 0]));
     this.pending = []; // completions waiting for the next batch
     this.flushTimer = null;
@@ -212,6 +245,7 @@ export class Worker {
     if (!this.started) return;
     if (!this.stopping) {
       this.stopping = true;
+      this.resolveStopping();
       this.wake();
       this.stopResolve();
     }
@@ -301,7 +335,13 @@ export class Worker {
           break;
         }
         this.stats.claimed += jobs.length;
-        for (const job of jobs) this.execute(job);
+        // Batches start once the whole claim is gathered: its jobs of a kind go together.
+        const opened = [];
+        for (const job of jobs) {
+          const b = this.execute(job);
+          if (b) opened.push(b);
+        }
+        for (const b of opened) this.executeBatch(b);
       }
       this.readyResolve();
       if (this.stopping) break;
@@ -347,7 +387,12 @@ export class Worker {
     }
   }
 
+  // execute runs job with its handler, or, for a kind with a Batch handler, adds it to the
+  // queue's open batch of the kind (gather); it returns a batch it opened, for the caller to
+  // start with executeBatch.
   execute(job) {
+    const handler = this.handlers[job.kind];
+    if (handler instanceof Batch) return this.gather(job, handler);
     const controller = new AbortController();
     const ex = { job, controller, completedInTx: false, returned: false, settled: null };
     this.running.set(job.id, ex);
@@ -386,6 +431,96 @@ export class Worker {
       this.busy[job.queue] -= 1;
       this.wake();
     });
+  }
+
+  // gather adds a job of a Batch kind to its queue's open batch of the kind, or opens one and
+  // returns it. The job holds its slot, and heartbeats, from now on.
+  gather(job, handler) {
+    const ex = { job, controller: new AbortController(), completedInTx: false, returned: false, settled: null };
+    this.running.set(job.id, ex);
+    this.busy[job.queue] += 1;
+    const key = `${job.queue}\u0000${job.kind}`;
+    const open = this.openBatches.get(key);
+    if (open) {
+      open.exs.push(ex);
+      if (open.run) ex.settled = open.run;
+      if (open.exs.length >= open.size) {
+        this.openBatches.delete(key);
+        open.fill();
+      }
+      return null;
+    }
+    const b = { handler, key, size: Math.min(handler.maxJobs, this.queues[job.queue]), opened: Date.now(), exs: [ex] };
+    b.full = new Promise((resolve) => { b.fill = resolve; });
+    if (b.size > 1) this.openBatches.set(key, b);
+    else b.fill();
+    return b;
+  }
+
+  // executeBatch waits up to maxWait since the batch opened for it to fill (or for shutdown),
+  // closes it, calls its handler once and settles each job on its own.
+  executeBatch(b) {
+    const run = (async () => {
+      const wait = b.handler.maxWait - (Date.now() - b.opened);
+      if (wait > 0 && !this.stopping) {
+        let timer;
+        await Promise.race([b.full, new Promise((resolve) => { timer = setTimeout(resolve, wait); }), this.stoppingPromise]);
+        clearTimeout(timer);
+      }
+      if (this.openBatches.get(b.key) === b) this.openBatches.delete(b.key);
+      const exs = b.exs;
+      // The batch's signal: a timeout or shutdown (which fire every job's signal), or every
+      // job of the batch lost.
+      const controller = new AbortController();
+      let lost = 0;
+      for (const ex of exs) {
+        ex.controller.signal.addEventListener('abort', () => {
+          const reason = ex.controller.signal.reason;
+          if (!(reason instanceof JobNotHeldError)) controller.abort(reason);
+          else if (++lost === exs.length) controller.abort(reason);
+        }, { once: true });
+      }
+      let timer = null;
+      if (this.timeout > 0) {
+        timer = setTimeout(() => {
+          const err = new JobTimeoutError(this.timeout);
+          for (const ex of exs) ex.controller.abort(err);
+        }, this.timeout);
+      }
+      let outcomes;
+      try {
+        const returned = await b.handler.fn(exs.map((ex) => ex.job), { signal: controller.signal });
+        if (returned === undefined || returned === null) {
+          outcomes = exs.map(() => ({ result: undefined, error: null }));
+        } else if (returned instanceof Snooze || returned instanceof Cancel || returned instanceof RetryAt) {
+          outcomes = exs.map(() => ({ result: undefined, error: returned }));
+        } else if (!Array.isArray(returned) || returned.length !== exs.length) {
+          throw new Error(`skiplock: the batch handler must return undefined or an array of ${exs.length} outcomes, got ${Array.isArray(returned) ? `${returned.length} outcomes` : typeof returned}`);
+        } else {
+          outcomes = returned.map((r) => (r instanceof Error ? { result: undefined, error: r } : { result: r, error: null }));
+        }
+      } catch (err) {
+        const error = err ?? new Error('handler threw a nullish value');
+        outcomes = exs.map(() => ({ result: undefined, error }));
+      }
+      if (timer) clearTimeout(timer);
+      await Promise.all(exs.map(async (ex, i) => {
+        ex.returned = true;
+        try {
+          await this.settle(ex, outcomes[i].result, outcomes[i].error);
+        } catch (err) {
+          this.logError(`record the outcome of job ${ex.job.id}`, err);
+        }
+      }));
+    })().finally(() => {
+      for (const ex of b.exs) {
+        if (this.running.get(ex.job.id) === ex) this.running.delete(ex.job.id);
+        this.busy[ex.job.queue] -= 1;
+      }
+      this.wake();
+    });
+    for (const ex of b.exs) ex.settled = run;
+    b.run = run; // for the jobs that join later (gather)
   }
 
   // settle records what the handler's run decided, with the fenced call that fits it.

@@ -2,7 +2,7 @@
 // a test named after its row.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Cancel, InvalidArgumentError, Snooze, Worker } from '../src/index.js';
+import { Batch, Cancel, InvalidArgumentError, Snooze, Worker } from '../src/index.js';
 import {
   newClient, newConn, queueName, recordingLogger, short, sleep, statesOf, waitFor,
 } from './helpers.js';
@@ -453,4 +453,54 @@ test('throttle_holds_key_after_finish', async (t) => {
   assert.deepEqual(await statesOf(conn, queue), { cancelled: 1 });
   await assert.rejects(client.enqueue('digest', {}, { queue, uniqueFor: 3_600_000 }),
     (err) => err instanceof InvalidArgumentError && err.parameter === 'unique_for');
+});
+
+test('batch_handler_settles_each_job', async (t) => {
+  // A batch handler gets up to maxJobs jobs claimed together; each job keeps its own outcome
+  // (done with its result, failed, cancelled), and throwing fails every job.
+  const client = newClient(t);
+  const conn = await newConn(t);
+  const queue = queueName('batch');
+  await conn.query("UPDATE jobs_settings SET backoff_base = '1 hour', backoff_cap = greatest(backoff_cap, '1 hour')");
+  const ids = [];
+  for (let n = 0; n < 6; n++) ids.push(await client.enqueue('each', { n }, { queue }));
+  const dead = [];
+  for (let n = 0; n < 3; n++) dead.push(await client.enqueue('all', { n }, { queue, maxAttempts: 1 }));
+  const calls = [];
+  const worker = new Worker(client, {
+    queues: { [queue]: 10 }, pollInterval: 50, maintainInterval: -1, handleSignals: false,
+    handlers: {
+      each: new Batch(async (jobs) => {
+        calls.push(jobs.map((j) => j.id));
+        return jobs.map((j) => (j.payload.n === 1 ? new Error('odd 1') : j.payload.n === 3 ? new Cancel('not wanted') : j.payload.n * 2));
+      }, { maxJobs: 4 }),
+      all: new Batch(async () => { throw new Error('the bulk call failed'); }),
+    },
+  });
+  worker.start();
+  t.after(() => worker.stop());
+  await waitFor('nine outcomes', () => worker.stats.completed + worker.stats.failed + worker.stats.cancelled === 9);
+  await worker.stop();
+  assert.ok(calls.every((c) => c.length >= 1 && c.length <= 4), `call sizes ${calls.map((c) => c.length)}`);
+  assert.equal(Math.max(...calls.map((c) => c.length)), 4);
+  assert.deepEqual(calls.flat().sort(), [...ids].sort());
+  for (const [n, id] of ids.entries()) {
+    const { rows: [j] } = await conn.query(
+      'SELECT state::text, attempts, last_error, (SELECT result FROM jobs_result(id)) AS result FROM jobs WHERE id = $1', [id]);
+    if (n === 1) {
+      assert.equal(j.state, 'queued');
+      assert.equal(j.attempts, 1);
+      assert.match(j.last_error, /odd 1/);
+    } else if (n === 3) {
+      assert.equal(j.state, 'cancelled');
+      assert.match(j.last_error, /not wanted/);
+    } else {
+      assert.deepEqual([j.state, j.attempts, j.last_error, j.result], ['done', 1, null, n * 2]);
+    }
+  }
+  for (const id of dead) {
+    const { rows: [j] } = await conn.query('SELECT state::text, last_error FROM jobs WHERE id = $1', [id]);
+    assert.equal(j.state, 'dead');
+    assert.match(j.last_error, /the bulk call failed/);
+  }
 });

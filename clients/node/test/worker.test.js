@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  Cancel, JobNotHeldError, JobTimeoutError, RetryAt, Worker, cancel, retryAt, snooze,
+  Batch, Cancel, JobNotHeldError, JobTimeoutError, RetryAt, Worker, cancel, retryAt, snooze,
 } from '../src/index.js';
 import {
   newClient, newConn, queueName, recordingLogger, sleep, statesOf, waitFor,
@@ -353,4 +353,23 @@ test('the listener reconnects after losing its connection, and notifications wak
   await waitFor('the job started by a notification', () => started.includes(id), 5000);
   await worker.stop();
   assert.match(logger.lines.warn.join('\n'), /listener connection lost/);
+});
+
+test('a batch with maxWait gathers jobs claimed later', async (t) => {
+  const client = newClient(t);
+  const queue = queueName('gather');
+  const calls = [];
+  const first = await client.enqueue('gather', { n: 0 }, { queue });
+  const worker = startWorker(t, client, queue, {
+    gather: new Batch(async (jobs) => { calls.push(jobs.length); }, { maxJobs: 3, maxWait: 5000 }),
+  }, { queues: { [queue]: 10 } });
+  t.after(() => worker.stop());
+  await waitFor('first job claimed', async () => (await client.get(first)).state === 'running');
+  const started = Date.now();
+  await client.enqueue('gather', { n: 1 }, { queue });
+  await client.enqueue('gather', { n: 2 }, { queue });
+  await waitFor('three jobs done', async () => worker.stats.completed === 3);
+  assert.ok(Date.now() - started < 4000, 'the full batch did not wait for maxWait');
+  await worker.stop();
+  assert.deepEqual(calls, [3]);
 });

@@ -15,6 +15,6 @@ from .results import Cancel, RetryAt, Snooze
 __all__ = ["Client", "Job", "InvalidArgument", "JobNotHeld", "SkiplockError", "UnknownJob", "WaitTimeout",
            "Snooze", "Cancel", "RetryAt"]
 
-from .worker import Worker, WorkerStats  # noqa: E402
+from .worker import Batch, Worker, WorkerStats  # noqa: E402
 
-__all__ += ["Worker", "WorkerStats"]
+__all__ += ["Batch", "Worker", "WorkerStats"]

@@ -37,6 +37,50 @@ log = logging.getLogger("skiplock.worker")
 
 Handler = Callable[[Job], Any]
 
+# The most jobs one call of a batch handler gets by default (the Go driver's BatchMaxJobsDefault).
+BATCH_MAX_JOBS_DEFAULT = 100
+
+
+class Batch:
+    """A batch handler, given as the value of a kind in Worker's ``handlers``: ``fn``
+    gets a list of up to ``max_jobs`` jobs of the kind that one queue of the worker
+    claimed together, and with ``max_wait`` (a timedelta or seconds; 0, the default, is
+    no waiting) also those its later claims bring before the batch is full or
+    ``max_wait`` has passed since its first job was claimed. Each job holds a slot of
+    its queue while it waits and runs (so a batch never holds more jobs than the queue
+    has slots), its lease is heartbeated, and it keeps its own attempt and outcome.
+
+    What ``fn`` returns: None completes every job (without a result); a list with one
+    entry per job settles each job on its own, read as a handler's return value would
+    be (a value: done with that result; Snooze, Cancel, RetryAt; an exception instance:
+    a failed attempt recording it). Raising (or returning Snooze, Cancel or RetryAt)
+    gives every job of the batch that outcome, as a handler raising it would have.
+    """
+
+    def __init__(self, fn: Callable[[list[Job]], Any], *, max_jobs: int = BATCH_MAX_JOBS_DEFAULT,
+                 max_wait: timedelta | float = 0):
+        if not callable(fn):
+            raise TypeError("Batch: fn must be callable")
+        if max_jobs < 1:
+            raise ValueError("Batch: max_jobs must be at least 1")
+        self.fn = fn
+        self.max_jobs = max_jobs
+        self.max_wait = _seconds(max_wait)
+        if self.max_wait < 0:
+            raise ValueError("Batch: max_wait must not be negative")
+
+
+class _Batch:
+    """Jobs of one batch kind gathered for one call of its handler (Worker._gather)."""
+
+    def __init__(self, handler: Batch, key: tuple[str, str], size: int):
+        self.handler = handler
+        self.key = key
+        self.size = size
+        self.opened = time.monotonic()
+        self.full = threading.Event()
+        self.exs: list[_Execution] = []
+
 # The Go driver's defaults (driver/config.go), so both kinds of worker behave alike.
 SLOTS_DEFAULT = 10
 LEASE_DEFAULT = timedelta(minutes=5)
@@ -155,6 +199,9 @@ class Worker:
                 raise ValueError(f"Worker: queues[{q!r}] must be at least 1 slot")
         if not self.handlers:
             raise ValueError("Worker: handlers must name at least one kind")
+        for kind, h in self.handlers.items():
+            if isinstance(h, Batch) and h.max_wait >= _seconds(lease) / 2:
+                raise ValueError(f"Worker: handlers[{kind!r}].max_wait must be below half of lease")
         # The name is a text parameter of jobs_claim; a hostname is only bytes to the kernel.
         self.name = name or f"{storable_text(socket.gethostname())}-{os.getpid()}-py"
         # Text jobs_claim would be refused: fail here, not in every claim of the fetch loop.
@@ -193,6 +240,8 @@ class Worker:
         # heartbeating meanwhile, so a completion retried through an outage keeps its lease.
         self._completing: dict[int, Job] = {}
         self._job_threads: set[threading.Thread] = set()
+        # The batch of each (queue, kind) of a batch handler still taking jobs (_gather).
+        self._open: dict[tuple[str, str], _Batch] = {}
         self._completions: queuelib.Queue = queuelib.Queue()
         self._thread: threading.Thread | None = None
         self._ran = False
@@ -297,13 +346,17 @@ class Worker:
                     self.stats.add("claimed", len(jobs))
                     with self._lock:
                         self._more[q] = len(jobs) == want
-                    for job in jobs:
-                        self._start(job)
+                    # Batches start after the whole claim is gathered: its jobs of a kind go together.
+                    opened = [b for b in (self._start(job) for job in jobs) if b is not None]
+                    for b in opened:
+                        self._start_batch(b)
             except Exception:
                 log.exception("skiplock: fetch loop error; trying again in %.1fs", self.poll_interval)
             self._wake.wait(self.poll_interval)
 
-    def _start(self, job: Job) -> None:
+    def _start(self, job: Job) -> "_Batch | None":
+        """Starts the job on a thread of its own, or, for a batch kind, adds it to its
+        batch; returns a batch it opened, for the caller to start (_start_batch)."""
         if self._stopping.is_set():
             # Claimed but not started when shutdown began: give it back now rather
             # than let it wait out its lease.
@@ -312,7 +365,10 @@ class Worker:
                     self.stats.add("given_back")
             except Exception:
                 log.exception("skiplock: could not give back job %d", job.id)
-            return
+            return None
+        handler = self.handlers.get(job.kind)
+        if isinstance(handler, Batch):
+            return self._gather(job, handler)
         deadline = time.monotonic() + self.timeout if self.timeout else None
         ex = _Execution(job, deadline)
         t = threading.Thread(target=self._execute, args=(ex,), name=f"skiplock-job-{job.id}", daemon=True)
@@ -321,6 +377,95 @@ class Worker:
             self._running[job.id] = ex
             self._job_threads.add(t)
         t.start()
+        return None
+
+    def _gather(self, job: Job, handler: Batch) -> "_Batch | None":
+        """Adds a job of a batch kind to its queue's open batch of the kind, or opens one
+        (returned, for the caller to start). The job holds its slot from now on."""
+        key = (job.queue, job.kind)
+        ex = _Execution(job, None)  # the deadline starts with the handler's call
+        with self._lock:
+            self._busy[job.queue] += 1
+            self._running[job.id] = ex
+            b = self._open.get(key)
+            if b is not None:
+                b.exs.append(ex)
+                if len(b.exs) >= b.size:
+                    del self._open[key]
+                    b.full.set()
+                return None
+            b = _Batch(handler, key, min(handler.max_jobs, self.queues[job.queue]))
+            b.exs.append(ex)
+            if b.size > 1:
+                self._open[key] = b
+            else:
+                b.full.set()
+            return b
+
+    def _start_batch(self, b: _Batch) -> None:
+        t = threading.Thread(target=self._execute_batch, args=(b,), name=f"skiplock-batch-{b.key[1]}", daemon=True)
+        with self._lock:
+            self._job_threads.add(t)
+        t.start()
+
+    def _execute_batch(self, b: _Batch) -> None:
+        """Waits up to max_wait since the batch opened for it to fill (or for shutdown),
+        closes it, calls the handler once and settles each job on its own."""
+        exs: list[_Execution] = []
+        try:
+            end = b.opened + b.handler.max_wait
+            while not b.full.is_set() and not self._stopping.is_set() and time.monotonic() < end:
+                b.full.wait(min(0.02, max(end - time.monotonic(), 0)))
+            with self._lock:
+                if self._open.get(b.key) is b:
+                    del self._open[b.key]
+                exs = list(b.exs)
+            deadline = time.monotonic() + self.timeout if self.timeout else None
+            for ex in exs:
+                ex.deadline = deadline
+            try:
+                returned = b.handler.fn([ex.job for ex in exs])
+                if returned is None:
+                    outcomes = [_Success(None)] * len(exs)
+                elif isinstance(returned, (Snooze, Cancel, RetryAt)):
+                    outcomes = [returned] * len(exs)
+                else:
+                    returned = list(returned)
+                    if len(returned) != len(exs):
+                        raise ValueError(f"skiplock: the batch handler returned {len(returned)} outcomes for {len(exs)} jobs")
+                    outcomes = [self._batch_outcome(ex, r) for ex, r in zip(exs, returned)]
+            except (Snooze, Cancel, RetryAt) as r:
+                outcomes = [r] * len(exs)
+            except BaseException:
+                error = traceback.format_exc()
+                outcomes = [_Release() if ex.shutdown else _Failure(error) for ex in exs]
+            for ex, outcome in zip(exs, outcomes):
+                self._settle(ex, outcome)
+        finally:
+            more = False
+            with self._lock:
+                for ex in exs:
+                    self._busy[ex.job.queue] -= 1
+                    if self._running.get(ex.job.id) is ex:
+                        del self._running[ex.job.id]
+                    more = more or self._more[ex.job.queue]
+                self._job_threads.discard(threading.current_thread())
+            if more:
+                self._wake.set()
+
+    @staticmethod
+    def _batch_outcome(ex: _Execution, r: Any) -> Any:
+        """One entry of a batch handler's list, as the outcome _settle records."""
+        if isinstance(r, (Snooze, Cancel, RetryAt)):
+            return r
+        if isinstance(r, BaseException):
+            if ex.shutdown:
+                return _Release()
+            return _Failure("".join(traceback.format_exception(r)))
+        try:
+            return _Success(_encode_result(r))
+        except TypeError:
+            return _Failure(traceback.format_exc())
 
     def _execute(self, ex: _Execution) -> None:
         job = ex.job
@@ -676,4 +821,4 @@ class _Failure:
         self.error = error
 
 
-__all__ = ["Worker", "WorkerStats", "Handler"]
+__all__ = ["Worker", "WorkerStats", "Handler", "Batch", "BATCH_MAX_JOBS_DEFAULT"]

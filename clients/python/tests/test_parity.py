@@ -307,3 +307,47 @@ def test_throttle_holds_key_after_finish(client, conn, queue):
     with pytest.raises(skiplock.InvalidArgument) as e:
         client.enqueue("digest", queue=queue, unique_for=timedelta(hours=1))
     assert e.value.parameter == "unique_for"
+
+
+def test_batch_handler_settles_each_job(client, conn, queue):
+    """A batch handler gets up to max_jobs jobs claimed together; each job keeps its own
+    outcome (done with its result, failed, cancelled), and raising fails every job."""
+    calls = []
+
+    def each(jobs):
+        calls.append([j.id for j in jobs])
+        out = []
+        for j in jobs:
+            n = j.payload["n"]
+            out.append(RuntimeError(f"odd {n}") if n == 1 else skiplock.Cancel("not wanted") if n == 3 else n * 2)
+        return out
+
+    def all_fail(jobs):
+        raise RuntimeError("the bulk call failed")
+
+    conn.execute("UPDATE jobs_settings SET backoff_base = '1 hour', backoff_cap = greatest(backoff_cap, '1 hour')")
+    ids = [client.enqueue("each", {"n": n}, queue=queue) for n in range(6)]
+    dead = [client.enqueue("all", {"n": n}, queue=queue, max_attempts=1) for n in range(3)]
+    handlers = {"each": skiplock.Batch(each, max_jobs=4), "all": skiplock.Batch(all_fail)}
+    w = skiplock.Worker(client, handlers, {queue: 10}, poll_interval=0.05, maintain_interval=None).start()
+    try:
+        wait_for(lambda: states(conn, queue).get("running", 0) == 0 and w.stats.completed + w.stats.failed
+                 + w.stats.cancelled == 9, 10, "nine outcomes")
+    finally:
+        w.stop(wait=True)
+    assert all(1 <= len(c) <= 4 for c in calls) and max(len(c) for c in calls) == 4
+    assert Counter(i for c in calls for i in c) == Counter(ids)
+    for n, job_id in enumerate(ids):
+        state, attempts, last_error, result = conn.execute(
+            "SELECT state::text, attempts, last_error, (SELECT result FROM jobs_result(id)) FROM jobs WHERE id = %s",
+            (job_id,)).fetchone()
+        if n == 1:
+            assert (state, attempts) == ("queued", 1) and "odd 1" in last_error
+        elif n == 3:
+            assert (state, last_error) == ("cancelled", "not wanted")
+        else:
+            assert (state, attempts, last_error, result) == ("done", 1, None, n * 2)
+    for job_id in dead:
+        state, last_error = conn.execute("SELECT state::text, last_error FROM jobs WHERE id = %s", (job_id,)).fetchone()
+        assert state == "dead" and "the bulk call failed" in last_error
+

@@ -357,3 +357,22 @@ def test_completion_statement_error_not_retried(client, conn, queue):
         w.stop(wait=True)
     assert len(calls) == 1
     assert conn.execute("SELECT state::text FROM jobs WHERE id = %s", (job_id,)).fetchone()[0] == "running"
+
+
+def test_batch_max_wait_gathers_later_claims(client, conn, queue):
+    """With max_wait, jobs claimed after the batch opened join it."""
+    calls = []
+    first = client.enqueue("gather", {"n": 0}, queue=queue)
+    w = skiplock.Worker(client, {"gather": skiplock.Batch(lambda jobs: calls.append(len(jobs)), max_jobs=3, max_wait=5)},
+                        {queue: 10}, poll_interval=0.05, maintain_interval=None).start()
+    try:
+        wait_for(lambda: conn.execute("SELECT state::text FROM jobs WHERE id = %s", (first,)).fetchone()[0] == "running",
+                 10, "first job claimed")
+        started = time.monotonic()
+        client.enqueue("gather", {"n": 1}, queue=queue)
+        client.enqueue("gather", {"n": 2}, queue=queue)
+        wait_for(lambda: states(conn, queue) == {"done": 3}, 10, "three jobs done")
+        assert time.monotonic() - started < 4  # the full batch did not wait for max_wait
+    finally:
+        w.stop(wait=True)
+    assert calls == [3]

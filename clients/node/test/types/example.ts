@@ -5,7 +5,7 @@
 import pg from 'pg';
 import {
   Cancel, Client, InvalidArgumentError, Job, JobNotHeldError, JobTimeoutError, RetryAt, ShutdownError, Snooze,
-  UnknownJobError, WaitTimeoutError, Worker, cancel, retryAt, snooze,
+  UnknownJobError, WaitTimeoutError, Worker, cancel, retryAt, snooze, Batch, BATCH_MAX_JOBS_DEFAULT,
   COMPLETE_BATCH_DELAY_DEFAULT, COMPLETE_BATCH_SIZE_DEFAULT, JOB_TIMEOUT_DEFAULT, LEASE_DEFAULT,
   MAINTAIN_INTERVAL_DEFAULT, POLL_INTERVAL_DEFAULT, SHUTDOWN_TIMEOUT_DEFAULT, SLOTS_DEFAULT, WAIT_POLL_INTERVAL_DEFAULT,
 } from 'skiplock';
@@ -110,6 +110,10 @@ async function main(): Promise<void> {
       never: async () => { throw cancel('cannot succeed'); },
       tomorrow: async () => retryAt(new Date(Date.now() + 86_400_000), new Error('upstream down')),
       sum: async (job) => Object.values(job.parentResults ?? {}).length,
+      mail_many: new Batch<Email>(async (jobs, { signal }) => {
+        if (signal.aborted) throw signal.reason;
+        return jobs.map((j) => (j.payload.to === '' ? new Error('no address') : j.payload.subject));
+      }, { maxJobs: BATCH_MAX_JOBS_DEFAULT, maxWait: 100 }),
     },
     lease: LEASE_DEFAULT,
     timeout: JOB_TIMEOUT_DEFAULT,
