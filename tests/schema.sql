@@ -3068,11 +3068,14 @@ BEGIN
             SELECT t.ord
             FROM unnest(v_ids, v_unique_keys) WITH ORDINALITY AS t(id, unique_key, ord)
             WHERE t.unique_key IS NOT NULL AND NOT t.id = ANY (v_inserted)
-            -- In key order, as the keys were inserted: a replace locks the key's job, and two
-            -- calls naming the same keys in different input orders would otherwise lock their
-            -- jobs in opposite orders and deadlock. Elements of one key still act in input
-            -- order (the last replace of a key wins).
-            ORDER BY v_queues[t.ord], t.unique_key, t.ord
+            -- In the order of the ids of the jobs holding the keys: a replace locks the key's
+            -- job, and two calls naming the same keys in different input orders, or a
+            -- completion batch (which locks its jobs in id order), would otherwise wait on
+            -- each other in opposite orders and deadlock. Elements of one key still act in
+            -- input order (the last replace of a key wins).
+            ORDER BY (SELECT k.id FROM jobs_unique_keys k
+                      WHERE k.queue = v_queues[t.ord] AND k.unique_key = t.unique_key),
+                     v_queues[t.ord], t.unique_key, t.ord
         LOOP
             -- As in jobs_enqueue: kept, replaced in place (also a job an earlier element of
             -- this call inserted: the later element's fields win), still in its unique_for

@@ -235,10 +235,11 @@ func TestUniqueKeyDuplicatesUnder16Enqueuers(t *testing.T) {
 	}
 }
 
-// TestEnqueueManyReplacesInKeyOrder: calls of jobs_enqueue_many that replace the same keys
-// in opposite input orders lock the keys' jobs in one order (the keys'), so they never
-// deadlock; each key's job ends with the payload of one call, the last to commit.
-func TestEnqueueManyReplacesInKeyOrder(t *testing.T) {
+// TestEnqueueManyReplacesWithoutDeadlock: calls of jobs_enqueue_many that replace the same
+// keys in different input orders lock the keys' jobs in one order (their ids'), so they
+// never deadlock; each key's job ends with the payload of one call, the last to commit.
+// (Against a completion batch: tests/isolation/specs/replace_many_complete_many.spec.)
+func TestEnqueueManyReplacesWithoutDeadlock(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	mustExec(t, b.Conn, `SELECT jobs_enqueue('k', '{}', 'dlq', unique_key => k)

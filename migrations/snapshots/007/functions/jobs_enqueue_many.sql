@@ -19,7 +19,8 @@
 -- Locks:    inserts rows; with unique_keys, may briefly wait on concurrent inserts of a key
 --           (keys are inserted in (queue, unique_key) order, so two batches cannot deadlock);
 --           with on_duplicates 'replace', the jobs replaced (their jobs_queued rows, then
---           their jobs rows, as a claim takes them), in the same key order.
+--           their jobs rows, as a claim takes them), in the order of their ids, as
+--           jobs_complete_many locks its jobs.
 -- States:   new jobs in queued.
 -- Time:     now() (transaction start).
 -- Errors:   22023 naming the parameter and element, e.g. 'kinds[3] must be ...', for the
@@ -273,11 +274,14 @@ BEGIN
             SELECT t.ord
             FROM unnest(v_ids, v_unique_keys) WITH ORDINALITY AS t(id, unique_key, ord)
             WHERE t.unique_key IS NOT NULL AND NOT t.id = ANY (v_inserted)
-            -- In key order, as the keys were inserted: a replace locks the key's job, and two
-            -- calls naming the same keys in different input orders would otherwise lock their
-            -- jobs in opposite orders and deadlock. Elements of one key still act in input
-            -- order (the last replace of a key wins).
-            ORDER BY v_queues[t.ord], t.unique_key, t.ord
+            -- In the order of the ids of the jobs holding the keys: a replace locks the key's
+            -- job, and two calls naming the same keys in different input orders, or a
+            -- completion batch (which locks its jobs in id order), would otherwise wait on
+            -- each other in opposite orders and deadlock. Elements of one key still act in
+            -- input order (the last replace of a key wins).
+            ORDER BY (SELECT k.id FROM jobs_unique_keys k
+                      WHERE k.queue = v_queues[t.ord] AND k.unique_key = t.unique_key),
+                     v_queues[t.ord], t.unique_key, t.ord
         LOOP
             -- As in jobs_enqueue: kept, replaced in place (also a job an earlier element of
             -- this call inserted: the later element's fields win), still in its unique_for
