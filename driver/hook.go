@@ -11,7 +11,9 @@ const (
 	// EventCompleted: the job is done (the database confirmed it).
 	EventCompleted
 	// EventFailed: the attempt failed (error, panic, timeout, undecodable payload excepted);
-	// Event.State is JobStateQueued when it will be retried, JobStateDead when not.
+	// Event.State is JobStateQueued when it will be retried, JobStateDead when not, and
+	// JobStateCancelled when an on_duplicate 'replace' gave its unique key to a newer job
+	// while it ran (the newer job does its work).
 	EventFailed
 	// EventSnoozed: the job went back to its queue without spending an attempt, because
 	// the handler returned Snooze, or because shutdown interrupted it.
@@ -82,7 +84,8 @@ type HookFunc func(e *Event)
 func (f HookFunc) HandleEvent(e *Event) { f(e) }
 
 // Outcome names how the job's run ended, as the metrics packages label it: "done"
-// (EventCompleted), "retried" or "dead" (EventFailed, by State), "cancelled", "snoozed", and
+// (EventCompleted), "retried", "dead" or "cancelled" (EventFailed, by State: a job superseded
+// by a replace is cancelled), "cancelled", "snoozed", and
 // "fenced" for EventLost (the database refused the outcome: the job was no longer held).
 // It returns "" for EventStarted.
 func (e *Event) Outcome() string {
@@ -90,8 +93,13 @@ func (e *Event) Outcome() string {
 	case EventCompleted:
 		return "done"
 	case EventFailed:
-		if e.State == JobStateDead {
+		switch e.State {
+		case JobStateDead:
 			return "dead"
+		case JobStateCancelled:
+			// A job superseded by an on_duplicate 'replace' while it ran is cancelled
+			// instead of retried.
+			return "cancelled"
 		}
 		return "retried"
 	case EventSnoozed:

@@ -1394,7 +1394,7 @@ $$;
 
 COMMENT ON FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text, unique_for interval) IS 'skiplock (private): inserts a job with parents (waiting, queued or cancelled by their states) and its dependencies.';
 
-CREATE FUNCTION skiplock._jobs_enqueue_duplicate(queue text, unique_key text, on_duplicate text, new_id bigint, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, notify boolean, OUT id bigint, OUT not_before timestamp with time zone) RETURNS record
+CREATE FUNCTION skiplock._jobs_enqueue_duplicate(queue text, unique_key text, on_duplicate text, new_id bigint, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, notify boolean, kind text, caller text, kind_parameter text, OUT id bigint, OUT not_before timestamp with time zone) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
     AS $$
@@ -1407,6 +1407,7 @@ DECLARE
     v_prio   integer;
     v_run_at timestamptz;
     v_for    interval;
+    v_kind   text;
 BEGIN
     LOOP
         SELECT k.id, k.held_until INTO v_holder, v_held
@@ -1462,7 +1463,7 @@ BEGIN
         IF v_state = 'queued' THEN
             -- Holding its jobs_queued row, the job can leave queued (a cancel) but not change
             -- while queued: every such change takes that row first.
-            SELECT j.state, j.unique_for INTO v_state, v_for
+            SELECT j.state, j.unique_for, j.kind INTO v_state, v_for, v_kind
             FROM jobs j WHERE j.id = v_holder
             FOR NO KEY UPDATE;
         ELSE
@@ -1472,7 +1473,7 @@ BEGIN
             -- the other order). Then the lock goes with the subtransaction and the loop
             -- starts over, taking the jobs_queued row first.
             BEGIN
-                SELECT j.state, j.unique_for INTO v_state, v_for
+                SELECT j.state, j.unique_for, j.kind INTO v_state, v_for, v_kind
                 FROM jobs j WHERE j.id = v_holder
                 FOR NO KEY UPDATE;
                 IF v_state = 'queued' THEN
@@ -1487,6 +1488,13 @@ BEGIN
                                   WHERE k.queue = _jobs_enqueue_duplicate.queue
                                     AND k.unique_key = _jobs_enqueue_duplicate.unique_key
                                     AND k.id = v_holder AND k.held_until IS NULL);
+        IF v_state IN ('waiting', 'queued', 'running') AND v_kind <> _jobs_enqueue_duplicate.kind THEN
+            -- A replace is the same job again: another kind's handler would get this payload
+            -- (in place), or the key would pass to a job of another kind.
+            PERFORM _jobs_invalid(_jobs_enqueue_duplicate.caller, _jobs_enqueue_duplicate.kind_parameter,
+                format('must be %L, the kind of job %s, which holds unique_key %L, to replace it (on_duplicate ''replace'')',
+                       v_kind, v_holder, _jobs_enqueue_duplicate.unique_key));
+        END IF;
         IF v_state IN ('waiting', 'queued') THEN
             -- In place; a changed run_at or priority moves the jobs_queued row (trigger
             -- jobs_queued_sync), the one held here.
@@ -1522,7 +1530,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION skiplock._jobs_enqueue_duplicate(queue text, unique_key text, on_duplicate text, new_id bigint, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, notify boolean, OUT id bigint, OUT not_before timestamp with time zone) IS 'skiplock (private): an enqueue meeting its unique_key taken: keep, replace in place, supersede a running job, or take over an ended period.';
+COMMENT ON FUNCTION skiplock._jobs_enqueue_duplicate(queue text, unique_key text, on_duplicate text, new_id bigint, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, notify boolean, kind text, caller text, kind_parameter text, OUT id bigint, OUT not_before timestamp with time zone) IS 'skiplock (private): an enqueue meeting its unique_key taken: keep, replace in place, supersede a running job, or take over an ended period.';
 
 CREATE FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
@@ -2798,7 +2806,8 @@ BEGIN
             SELECT d.id, d.not_before INTO v_dup
             FROM _jobs_enqueue_duplicate(jobs_enqueue.queue, jobs_enqueue.unique_key, jobs_enqueue.on_duplicate, v_id,
                                          jobs_enqueue.payload, jobs_enqueue.run_at, jobs_enqueue.priority,
-                                         jobs_enqueue.max_attempts, jobs_enqueue.notify) AS d;
+                                         jobs_enqueue.max_attempts, jobs_enqueue.notify, jobs_enqueue.kind,
+                                         'jobs_enqueue', 'kind') AS d;
             IF v_dup.id <> v_id THEN
                 RETURN v_dup.id;
             END IF;
@@ -3084,7 +3093,8 @@ BEGIN
             FROM _jobs_enqueue_duplicate(v_queues[v_missing.ord], v_unique_keys[v_missing.ord], v_on_dups[v_missing.ord],
                                          v_ids[v_missing.ord], v_payloads[v_missing.ord], v_run_ats[v_missing.ord],
                                          v_priorities[v_missing.ord], v_max_attempts[v_missing.ord],
-                                         jobs_enqueue_many.notify) AS d;
+                                         jobs_enqueue_many.notify, v_kinds[v_missing.ord], 'jobs_enqueue_many',
+                                         format('kinds[%s]', v_missing.ord)) AS d;
             v_id := v_dup.id;
             IF v_id = v_ids[v_missing.ord] THEN
                 v_run_ats[v_missing.ord] := greatest(v_run_ats[v_missing.ord], v_dup.not_before);
@@ -5669,7 +5679,7 @@ REVOKE ALL ON FUNCTION skiplock._jobs_dependencies_release() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_enqueue_child(kind text, payload jsonb, queue text, run_at timestamp with time zone, priority integer, max_attempts integer, unique_key text, concurrency_key text, meta jsonb, notify boolean, parents bigint[], on_parent_failure text, notify_finished boolean, id bigint, workflow_id bigint, workflow_step text, unique_for interval) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION skiplock._jobs_enqueue_duplicate(queue text, unique_key text, on_duplicate text, new_id bigint, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, notify boolean, OUT id bigint, OUT not_before timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION skiplock._jobs_enqueue_duplicate(queue text, unique_key text, on_duplicate text, new_id bigint, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, notify boolean, kind text, caller text, kind_parameter text, OUT id bigint, OUT not_before timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_errors_append(errors jsonb, entry jsonb) FROM PUBLIC;
 

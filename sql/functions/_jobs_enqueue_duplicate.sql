@@ -29,6 +29,8 @@
 --           order. 'keep' locks nothing; an insert or a takeover waits for a concurrent
 --           transaction inserting or changing the same key row.
 -- States:   none (the holder's fields change, not its state).
+-- Errors:   22023 from caller naming kind_parameter when a replace meets a live holder of
+--           another kind (nothing is changed: the caller's transaction ends in the error).
 -- Time:     now() (transaction start) decides whether a period is over.
 CREATE OR REPLACE FUNCTION _jobs_enqueue_duplicate(
     queue        text,
@@ -40,6 +42,9 @@ CREATE OR REPLACE FUNCTION _jobs_enqueue_duplicate(
     priority     integer,
     max_attempts integer,
     notify       boolean,
+    kind         text,
+    caller       text,
+    kind_parameter text,
     OUT id         bigint,
     OUT not_before timestamptz
 )
@@ -55,6 +60,7 @@ DECLARE
     v_prio   integer;
     v_run_at timestamptz;
     v_for    interval;
+    v_kind   text;
 BEGIN
     LOOP
         SELECT k.id, k.held_until INTO v_holder, v_held
@@ -110,7 +116,7 @@ BEGIN
         IF v_state = 'queued' THEN
             -- Holding its jobs_queued row, the job can leave queued (a cancel) but not change
             -- while queued: every such change takes that row first.
-            SELECT j.state, j.unique_for INTO v_state, v_for
+            SELECT j.state, j.unique_for, j.kind INTO v_state, v_for, v_kind
             FROM jobs j WHERE j.id = v_holder
             FOR NO KEY UPDATE;
         ELSE
@@ -120,7 +126,7 @@ BEGIN
             -- the other order). Then the lock goes with the subtransaction and the loop
             -- starts over, taking the jobs_queued row first.
             BEGIN
-                SELECT j.state, j.unique_for INTO v_state, v_for
+                SELECT j.state, j.unique_for, j.kind INTO v_state, v_for, v_kind
                 FROM jobs j WHERE j.id = v_holder
                 FOR NO KEY UPDATE;
                 IF v_state = 'queued' THEN
@@ -135,6 +141,13 @@ BEGIN
                                   WHERE k.queue = _jobs_enqueue_duplicate.queue
                                     AND k.unique_key = _jobs_enqueue_duplicate.unique_key
                                     AND k.id = v_holder AND k.held_until IS NULL);
+        IF v_state IN ('waiting', 'queued', 'running') AND v_kind <> _jobs_enqueue_duplicate.kind THEN
+            -- A replace is the same job again: another kind's handler would get this payload
+            -- (in place), or the key would pass to a job of another kind.
+            PERFORM _jobs_invalid(_jobs_enqueue_duplicate.caller, _jobs_enqueue_duplicate.kind_parameter,
+                format('must be %L, the kind of job %s, which holds unique_key %L, to replace it (on_duplicate ''replace'')',
+                       v_kind, v_holder, _jobs_enqueue_duplicate.unique_key));
+        END IF;
         IF v_state IN ('waiting', 'queued') THEN
             -- In place; a changed run_at or priority moves the jobs_queued row (trigger
             -- jobs_queued_sync), the one held here.
@@ -170,5 +183,5 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION _jobs_enqueue_duplicate(text, text, text, bigint, jsonb, timestamptz, integer, integer, boolean) IS
+COMMENT ON FUNCTION _jobs_enqueue_duplicate(text, text, text, bigint, jsonb, timestamptz, integer, integer, boolean, text, text, text) IS
     'skiplock (private): an enqueue meeting its unique_key taken: keep, replace in place, supersede a running job, or take over an ended period.';

@@ -290,7 +290,8 @@ BEGIN
             FROM _jobs_enqueue_duplicate(v_queues[v_missing.ord], v_unique_keys[v_missing.ord], v_on_dups[v_missing.ord],
                                          v_ids[v_missing.ord], v_payloads[v_missing.ord], v_run_ats[v_missing.ord],
                                          v_priorities[v_missing.ord], v_max_attempts[v_missing.ord],
-                                         jobs_enqueue_many.notify) AS d;
+                                         jobs_enqueue_many.notify, v_kinds[v_missing.ord], 'jobs_enqueue_many',
+                                         format('kinds[%s]', v_missing.ord)) AS d;
             v_id := v_dup.id;
             IF v_id = v_ids[v_missing.ord] THEN
                 v_run_ats[v_missing.ord] := greatest(v_run_ats[v_missing.ord], v_dup.not_before);

@@ -73,6 +73,8 @@ func TestInvalidArgumentMessages(t *testing.T) {
 		{`SELECT jobs_enqueue('k', unique_key => 'held', on_duplicate => 'Replace')`, `jobs_enqueue: on_duplicate must be 'keep' or 'replace'`},
 		{`SELECT jobs_enqueue('k', unique_key => 'held', on_duplicate => 'update')`, `jobs_enqueue: on_duplicate must be 'keep' or 'replace'`},
 		{`SELECT jobs_enqueue('k', on_duplicate => 'replace')`, `jobs_enqueue: on_duplicate must be 'keep' when unique_key is NULL (a job without a key has no duplicate)`},
+		{`SELECT jobs_enqueue('other', queue => 'running', unique_key => 'held', on_duplicate => 'replace')`, `jobs_enqueue: kind must be 'k', the kind of job 1, which holds unique_key 'held', to replace it (on_duplicate 'replace')`},
+		{`SELECT jobs_enqueue_many(ARRAY['k', 'other'], queues => ARRAY['x', 'running'], unique_keys => ARRAY['a', 'held'], on_duplicates => ARRAY['replace', 'replace'])`, `jobs_enqueue_many: kinds[2] must be 'k', the kind of job 1, which holds unique_key 'held', to replace it (on_duplicate 'replace')`},
 		{`SELECT jobs_enqueue('k', unique_key => 'held', unique_for => '0')`, `jobs_enqueue: unique_for must be NULL or a positive interval of at most 100 years`},
 		{`SELECT jobs_enqueue('k', unique_key => 'held', unique_for => '-1 second')`, `jobs_enqueue: unique_for must be NULL or a positive interval of at most 100 years`},
 		{`SELECT jobs_enqueue('k', unique_key => 'held', unique_for => '1 day -25 hours')`, `jobs_enqueue: unique_for must be NULL or a positive interval of at most 100 years`},

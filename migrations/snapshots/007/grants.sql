@@ -69,7 +69,7 @@ BEGIN
             ('_jobs_completion_deletes()',                                                              '{}'),
             ('jobs_backoff(integer)',                                                                   '{jobs_worker, jobs_admin}'),
             ('jobs_enqueue(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean, bigint[], text, boolean, text, interval)', '{jobs_producer}'),
-            ('_jobs_enqueue_duplicate(text, text, text, bigint, jsonb, timestamptz, integer, integer, boolean)', '{}'),
+            ('_jobs_enqueue_duplicate(text, text, text, bigint, jsonb, timestamptz, integer, integer, boolean, text, text, text)', '{}'),
             ('_jobs_enqueue_child(text, jsonb, text, timestamptz, integer, integer, text, text, jsonb, boolean, bigint[], text, boolean, bigint, bigint, text, interval)', '{}'),
             ('jobs_enqueue_workflow(jsonb)',                                                            '{jobs_producer}'),
             ('jobs_enqueue_many(text[], jsonb[], text[], timestamptz[], integer[], integer[], text[], text[], jsonb[], boolean, text[], interval[])', '{jobs_producer}'),

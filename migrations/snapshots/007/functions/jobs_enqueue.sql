@@ -18,7 +18,8 @@
 --           last_error 'superseded by job N', see _jobs_unique_key_superseded), so a key has
 --           at most one queued job at any time. A claim racing the replace either takes the
 --           old fields (the replace then finds the job running) or, if the replace came first,
---           the new ones; see _jobs_enqueue_duplicate.
+--           the new ones; see _jobs_enqueue_duplicate. A replace is the same job again: a
+--           live holder of another kind is refused (22023 naming kind), never rewritten.
 --           unique_for (throttle): the key also stays taken for this long after the job
 --           finished (done, dead or cancelled, even if retention or a done_retention of 0
 --           deletes the row): meanwhile every enqueue of the key, 'keep' or 'replace' (a
@@ -67,7 +68,8 @@
 --           than 10000 ids, or on_parent_failure is not 'cancel' or 'run', or
 --           notify_finished is NULL, or on_duplicate is not 'keep' or 'replace', or is
 --           'replace' without a unique_key, or unique_for is <= 0 or longer than 100 years
---           or given without a unique_key. Nothing is inserted then.
+--           or given without a unique_key, or with 'replace' kind is not the kind of the
+--           live job holding the key. Nothing is inserted or changed then.
 CREATE OR REPLACE FUNCTION jobs_enqueue(
     kind         text,
     payload      jsonb       DEFAULT '{}',
@@ -192,7 +194,8 @@ BEGIN
             SELECT d.id, d.not_before INTO v_dup
             FROM _jobs_enqueue_duplicate(jobs_enqueue.queue, jobs_enqueue.unique_key, jobs_enqueue.on_duplicate, v_id,
                                          jobs_enqueue.payload, jobs_enqueue.run_at, jobs_enqueue.priority,
-                                         jobs_enqueue.max_attempts, jobs_enqueue.notify) AS d;
+                                         jobs_enqueue.max_attempts, jobs_enqueue.notify, jobs_enqueue.kind,
+                                         'jobs_enqueue', 'kind') AS d;
             IF v_dup.id <> v_id THEN
                 RETURN v_dup.id;
             END IF;

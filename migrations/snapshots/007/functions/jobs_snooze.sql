@@ -10,12 +10,16 @@
 --           instead (finished_at = now(), last_error 'no attempt left: attempts is at its
 --           limit, 2147483647', also appended to errors), and the call still returns true.
 --           So no ordinary route leaves a queued job at the limit for a claim to meet (the
---           claims' own guard, see jobs_claim, is for rows edited by hand). A job that is
+--           claims' own guard, see jobs_claim, is for rows edited by hand). A job whose
+--           unique_key an on_duplicate 'replace' gave to a newer job while it ran goes to
+--           cancelled instead ('superseded by job N', see _jobs_unique_key_superseded), and
+--           the call still returns true (jobs_get shows the state). A job that is
 --           ready at once NOTIFYs
 --           jobs_ready at commit, and so does any snooze of a job whose queue has a
 --           concurrency limit or ordered keys (its slot came back).
 -- Locks:    the job's row, until the caller's transaction ends.
--- States:   running -> queued (at attempts 2147483647: running -> dead); max_attempts + 1,
+-- States:   running -> queued (at attempts 2147483647: running -> dead; superseded:
+--           running -> cancelled); max_attempts + 1,
 --           lease cleared (lease_role too).
 -- Time:     now() (transaction start).
 -- Errors:   22023 when id, attempt or run_at is NULL, or run_at is infinite.
