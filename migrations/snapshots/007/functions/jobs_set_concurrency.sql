@@ -64,6 +64,9 @@ BEGIN
         ordered = coalesce(jobs_set_concurrency.ordered, q.ordered),
         -- A fair queue starts its turns anew.
         rr_cursor = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_cursor END,
+        rr_unkeyed_priority = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_unkeyed_priority END,
+        rr_unkeyed_run_at = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_unkeyed_run_at END,
+        rr_unkeyed_id = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_unkeyed_id END,
         updated_at = now();
 
     DELETE FROM jobs_queues q
