@@ -24,7 +24,19 @@
 --             group of jobs without a key after the last key, wrapping around once, taking
 --             the best job of each key with room; a batch that one turn does not fill takes
 --             the rest in equal shares of the keys that gave a job. A key with 100,000 ready
---             jobs cannot starve one with 10: each turn gives the small key one. Without
+--             jobs cannot starve one with 10: each turn gives the small key one. The walk is
+--             bounded: after 1,000 keys that gave nothing (no room, or no ready job, e.g. all
+--             of a key's jobs in the future) the claim stops and sets rr_cursor to the key it
+--             looked at last, so the next claim goes on from there and every key still gets
+--             its turn; a ready key behind K such keys is reached within K / 1,000 + 1
+--             claims, and a claim may take fewer jobs than are ready. The group of jobs
+--             without a key is found whatever the keyed backlog ahead of it: at its turn the
+--             claim looks at the queue's best (room + taken + 100) ready jobs and, when none
+--             of those lacks a key and there are more, at the next 1,000 ready jobs from
+--             where the previous such look stopped (rr_unkeyed_*, written under the same
+--             lock; from the front again after the last ready job), so a job without a key
+--             behind N ready keyed jobs is taken within N / 1,000 + 1 claims that reach the
+--             group's turn, and a better one enqueued meanwhile at once. Without
 --             fair, a queue with per_key, ordered or rate_per_key takes the best jobs (by
 --             priority, run_at, id) among the keys with room.
 --           All of these hold together (the key walk computes each key's room as the least
@@ -45,8 +57,9 @@
 --           best jobs of each key that has room are candidates (one probe of
 --           jobs_ready_key_idx per key; for ordered, of jobs_queued_key_id_idx for its head),
 --           so a key at its limit holds back no other key, and one call never takes a key over
---           its room. Jobs without a key in such a queue are looked for among the queue's
---           best (room + 100) ready jobs (in a fair queue's turn, once per claim), and only ahead
+--           its room. Jobs without a key in such a queue that is not fair (a fair queue's
+--           turn: above) are looked for among the queue's
+--           best (room + 100) ready jobs, and only ahead
 --           of the last keyed candidate when there are enough keyed ones: the bound keeps the
 --           claim from walking every job of a key at its limit (there is no index of the
 --           jobs without a key, so that they cost nothing to enqueue), at the price that an
@@ -58,8 +71,9 @@
 --           jobs_claims rows). The key walk counts the queue's running jobs per key once per
 --           claim (one jobs_pkey probe per running job of the queue, for per_key and ordered
 --           only); a fair claim then probes only the keys it walks past until its budget is
---           taken (plus the unkeyed group once per turn), so it costs in proportion to the
---           jobs it takes and the keys without room it passes. One that is not fair looks
+--           taken (plus the unkeyed group once per turn: up to room + taken + 1,100 entries
+--           of jobs_ready_idx), so it costs in proportion to the jobs it takes and the keys
+--           that give nothing it passes, at most 1,000 of those. One that is not fair looks
 --           first at the queue's best (budget + 100) ready jobs of keys that their running
 --           jobs leave room (passing over the jobs of the others, which costs in proportion
 --           to them; an ordered key's head is probed only for the jobs that get that far),
@@ -93,7 +107,8 @@
 -- States:   queued -> running (or, at attempts 2147483647, dead), as jobs_claim (lease_role =
 --           session_user too); appends to jobs_queue_starts (with the job's concurrency_key)
 --           and trims from it the starts older than one window; sets a fair queue's
---           jobs_queues.rr_cursor to the key it took last.
+--           jobs_queues.rr_cursor to the key it took (or, stopped by the bound, looked at)
+--           last, and its rr_unkeyed_* to where the look for jobs without a key stopped.
 -- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
 --           now() too. A claim whose now() is a whole window (per) behind the queue's
 --           latest logged start (its transaction began long before it claimed) takes
