@@ -215,6 +215,10 @@ DECLARE
     v_li          bigint;
     v_found       tid[];
     v_step        integer;
+    -- A fair claim stops after this many keys that gave it nothing; a fair queue's look for
+    -- jobs without a key goes this many ready jobs further per claim.
+    c_idle_keys   CONSTANT integer := 1000;
+    c_unkeyed_look CONSTANT integer := 1000;
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
     IF _jobs_claim_limited.skip_locked_queues THEN
@@ -414,7 +418,7 @@ BEGIN
                     v_room := least(v_room - coalesce(v_tns[v_pos], 0), v_share, v_budget - v_taken);
                     IF v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed) THEN
                         v_idle := v_idle + 1;
-                        IF v_idle >= 1000 THEN
+                        IF v_idle >= c_idle_keys THEN
                             v_last := v_k.key;
                             v_stopped := true;
                             EXIT;
@@ -461,7 +465,7 @@ BEGIN
                                     AND q2.run_at <= now()
                                     AND (q2.priority, q2.run_at, q2.id) > (v_lp, v_lr, v_li)
                                   ORDER BY q2.priority, q2.run_at, q2.id
-                                  LIMIT CASE WHEN v_step = 1 THEN v_room + v_taken + 100 ELSE 1000 END) s;
+                                  LIMIT CASE WHEN v_step = 1 THEN v_room + v_taken + 100 ELSE c_unkeyed_look END) s;
                             IF v_step = 2 THEN
                                 -- Found: look here again next time (the jobs before them have
                                 -- keys); none: go on after the last job looked at, or from
@@ -470,7 +474,7 @@ BEGIN
                                     v_up := v_up0;
                                     v_ur := v_ur0;
                                     v_ui := v_ui0;
-                                ELSIF v_seen >= 1000 THEN
+                                ELSIF v_seen >= c_unkeyed_look THEN
                                     v_up := v_lp;
                                     v_ur := v_lr;
                                     v_ui := v_li;
@@ -526,7 +530,7 @@ BEGIN
                         -- claim stops, and the next one goes on after the last key looked
                         -- at, so every key is still reached in turn.
                         v_idle := v_idle + 1;
-                        IF v_idle >= 1000 THEN
+                        IF v_idle >= c_idle_keys THEN
                             v_last := v_k.key;
                             v_stopped := true;
                             EXIT;
