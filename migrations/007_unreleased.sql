@@ -237,7 +237,7 @@ COMMENT ON COLUMN jobs_queues.rate_per_key IS
 COMMENT ON COLUMN jobs_queues.rr_cursor IS
     'skiplock (private): the concurrency_key a fair queue''s last claim took last (NULL: start from the first key).';
 COMMENT ON COLUMN jobs_queues.rr_unkeyed_id IS
-    'skiplock (private): with rr_unkeyed_priority and rr_unkeyed_run_at, where a fair queue''s look for jobs without a key goes on past the best ready jobs (NULL: from the front).';
+    'skiplock (private): with rr_unkeyed_priority and rr_unkeyed_run_at, where a limited queue''s look for jobs without a key goes on past its best ready jobs (NULL: from the front).';
 -- The queue's head job of each key (its lowest id), whatever its run_at: what an ordered
 -- queue's claim looks at.
 CREATE INDEX jobs_queued_key_id_idx ON jobs_queued (queue, concurrency_key, id)

@@ -760,21 +760,69 @@ BEGIN
                           LIMIT v_room))
                   FOR UPDATE SKIP LOCKED) c;
         ELSE
+            -- The queue's best (v_budget + 100) ready jobs; when none of them lacks a key and
+            -- there are more (keys held back fill them), the next 1,000 from where the
+            -- previous such look stopped, as a fair queue's turn does (rr_unkeyed_*), so that
+            -- jobs without a key behind a held-back backlog are found all the same.
+            v_up := v_q.rr_unkeyed_priority;
+            v_ur := v_q.rr_unkeyed_run_at;
+            v_ui := v_q.rr_unkeyed_id;
+            v_lp := -2147483648;
+            v_lr := '-infinity';
+            v_li := -9223372036854775808;
+            FOR v_step IN 1..2 LOOP
+                IF v_step = 2 THEN
+                    IF v_ui IS NOT NULL AND (v_up, v_ur, v_ui) > (v_lp, v_lr, v_li) THEN
+                        v_lp := v_up;
+                        v_lr := v_ur;
+                        v_li := v_ui;
+                    END IF;
+                    v_up0 := v_lp;
+                    v_ur0 := v_lr;
+                    v_ui0 := v_li;
+                END IF;
+                SELECT coalesce((array_agg(s.row ORDER BY s.priority, s.run_at, s.id)
+                                 FILTER (WHERE s.concurrency_key IS NULL))[1:v_room], '{}'),
+                       count(*),
+                       (array_agg(s.priority ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                       (array_agg(s.run_at ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                       (array_agg(s.id ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1]
+                INTO v_found, v_seen, v_lp, v_lr, v_li
+                FROM (SELECT q2.ctid AS row, q2.id, q2.priority, q2.run_at, q2.concurrency_key
+                      FROM jobs_queued q2
+                      WHERE q2.queue = v_q.queue
+                        AND q2.run_at <= now()
+                        AND (q2.priority, q2.run_at, q2.id) > (v_lp, v_lr, v_li)
+                      ORDER BY q2.priority, q2.run_at, q2.id
+                      LIMIT CASE WHEN v_step = 1 THEN v_budget + 100 ELSE c_unkeyed_look END) s;
+                IF v_step = 2 THEN
+                    IF cardinality(v_found) > 0 THEN
+                        v_up := v_up0;
+                        v_ur := v_ur0;
+                        v_ui := v_ui0;
+                    ELSIF v_seen >= c_unkeyed_look THEN
+                        v_up := v_lp;
+                        v_ur := v_lr;
+                        v_ui := v_li;
+                    ELSE
+                        v_up := NULL;
+                        v_ur := NULL;
+                        v_ui := NULL;
+                    END IF;
+                    IF (v_up, v_ur, v_ui) IS DISTINCT FROM (v_q.rr_unkeyed_priority, v_q.rr_unkeyed_run_at, v_q.rr_unkeyed_id) THEN
+                        UPDATE jobs_queues q
+                        SET rr_unkeyed_priority = v_up, rr_unkeyed_run_at = v_ur, rr_unkeyed_id = v_ui
+                        WHERE q.queue = v_q.queue;
+                    END IF;
+                END IF;
+                EXIT WHEN cardinality(v_found) > 0 OR v_seen < v_budget + 100;
+            END LOOP;
             SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                    coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
             INTO v_urows, v_uids, v_upris, v_uruns
             FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
                   FROM jobs_queued q
-                  WHERE q.ctid = ANY (ARRAY(
-                          SELECT s.row
-                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
-                                FROM jobs_queued q2
-                                WHERE q2.queue = v_q.queue
-                                  AND q2.run_at <= now()
-                                ORDER BY q2.priority, q2.run_at, q2.id
-                                LIMIT v_budget + 100) s
-                          WHERE s.concurrency_key IS NULL
-                          LIMIT v_room))
+                  WHERE q.ctid = ANY (v_found)
                   FOR UPDATE SKIP LOCKED) c;
         END IF;
 
@@ -5591,7 +5639,7 @@ COMMENT ON COLUMN skiplock.jobs_queues.rate_per_key IS 'skiplock: max_starts per
 
 COMMENT ON COLUMN skiplock.jobs_queues.rr_cursor IS 'skiplock (private): the concurrency_key a fair queue''s last claim took last (NULL: start from the first key).';
 
-COMMENT ON COLUMN skiplock.jobs_queues.rr_unkeyed_id IS 'skiplock (private): with rr_unkeyed_priority and rr_unkeyed_run_at, where a fair queue''s look for jobs without a key goes on past the best ready jobs (NULL: from the front).';
+COMMENT ON COLUMN skiplock.jobs_queues.rr_unkeyed_id IS 'skiplock (private): with rr_unkeyed_priority and rr_unkeyed_run_at, where a limited queue''s look for jobs without a key goes on past its best ready jobs (NULL: from the front).';
 
 CREATE TABLE skiplock.jobs_schedules (
     name text NOT NULL,

@@ -118,3 +118,37 @@ func TestFairWalkBounded(t *testing.T) {
 		t.Fatalf("claim after zzz took %v, want nothing", got)
 	}
 }
+
+// TestRatePerKeyUnkeyedNotStarved: in a queue that is not fair, with a rate per key (5 an
+// hour), 3 jobs without a key enqueued behind 5,000 of a big key are claimed within
+// 5,000/1,000 + 2 claims of 10, although the big key's budget is spent after its first 5
+// starts and its jobs fill the queue's best ready jobs (before, they waited for the big key's
+// whole backlog: 1,000 hours).
+func TestRatePerKeyUnkeyedNotStarved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mustExec(t, b.Conn, "SELECT jobs_set_rate_limit('q', 5, '1 hour', per_key => true)")
+	mustExec(t, b.Conn, `SELECT count(*) FROM jobs_enqueue_many(
+		kinds => array_fill('k'::text, ARRAY[5000]), queues => array_fill('q'::text, ARRAY[5000]),
+		concurrency_keys => array_fill('big'::text, ARRAY[5000]), notify => false)`)
+	mustExec(t, b.Conn, `SELECT count(*) FROM jobs_enqueue_many(
+		kinds => array_fill('k'::text, ARRAY[3]), queues => array_fill('q'::text, ARRAY[3]), notify => false)`)
+
+	claims, big := 0, 0
+	for queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs WHERE queue = 'q' AND concurrency_key IS NULL AND state = 'queued'") > 0 {
+		claims++
+		if claims > 7 {
+			t.Fatalf("after %d claims of 10 (%d of the big key's jobs), jobs without a key are still queued", claims-1, big)
+		}
+		for _, k := range claimKeys(t, b.Conn, "q", 10) {
+			if k == "big" {
+				big++
+			}
+		}
+		mustExec(t, b.Conn, "SELECT jobs_complete(id, attempts) FROM jobs WHERE queue = 'q' AND state = 'running'")
+	}
+	if big != 5 {
+		t.Fatalf("%d of the big key's jobs started, want its rate, 5", big)
+	}
+	t.Logf("jobs without a key behind 5,000 of a key at its rate: all 3 claimed by claim %d", claims)
+}

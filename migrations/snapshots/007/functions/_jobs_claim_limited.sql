@@ -58,13 +58,16 @@
 --           jobs_ready_key_idx per key; for ordered, of jobs_queued_key_id_idx for its head),
 --           so a key at its limit holds back no other key, and one call never takes a key over
 --           its room. Jobs without a key in such a queue that is not fair (a fair queue's
---           turn: above) are looked for among the queue's
---           best (room + 100) ready jobs, and only ahead
---           of the last keyed candidate when there are enough keyed ones: the bound keeps the
---           claim from walking every job of a key at its limit (there is no index of the
---           jobs without a key, so that they cost nothing to enqueue), at the price that an
---           unkeyed job behind more ready jobs of such keys waits for them to move. Give every
---           job of such a queue a key to avoid that. Queues without limits in the same call
+--           turn: above) are looked for among the queue's best (room + 100) ready jobs and,
+--           when none of those lacks a key, among the next 1,000 from where the previous
+--           such look stopped (rr_unkeyed_*, as in the fair turn), so one behind N ready jobs
+--           of held-back keys is found within N / 1,000 + 1 claims; but only ahead
+--           of the last keyed candidate when there are enough keyed ones (then it is among
+--           the room + 100 best). The bounds keep the claim from walking every job of a key
+--           at its limit (there is no index of the jobs without a key, so that they cost
+--           nothing to enqueue), at the price that an unkeyed job is taken later than its
+--           rank says. Give every job of such a queue a key to avoid that. Queues without
+--           limits in the same call
 --           are claimed as jobs_claim does.
 --           Cost: a queue with max_running or a queue-wide rate alone costs one ordered range
 --           scan, as the fast path, plus the count of its running jobs (the sum over its
@@ -108,7 +111,8 @@
 --           session_user too); appends to jobs_queue_starts (with the job's concurrency_key)
 --           and trims from it the starts older than one window; sets a fair queue's
 --           jobs_queues.rr_cursor to the key it took (or, stopped by the bound, looked at)
---           last, and its rr_unkeyed_* to where the look for jobs without a key stopped.
+--           last, and a key-walking queue's rr_unkeyed_* to where its look for jobs without a
+--           key stopped.
 -- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
 --           now() too. A claim whose now() is a whole window (per) behind the queue's
 --           latest logged start (its transaction began long before it claimed) takes
@@ -740,21 +744,69 @@ BEGIN
                           LIMIT v_room))
                   FOR UPDATE SKIP LOCKED) c;
         ELSE
+            -- The queue's best (v_budget + 100) ready jobs; when none of them lacks a key and
+            -- there are more (keys held back fill them), the next 1,000 from where the
+            -- previous such look stopped, as a fair queue's turn does (rr_unkeyed_*), so that
+            -- jobs without a key behind a held-back backlog are found all the same.
+            v_up := v_q.rr_unkeyed_priority;
+            v_ur := v_q.rr_unkeyed_run_at;
+            v_ui := v_q.rr_unkeyed_id;
+            v_lp := -2147483648;
+            v_lr := '-infinity';
+            v_li := -9223372036854775808;
+            FOR v_step IN 1..2 LOOP
+                IF v_step = 2 THEN
+                    IF v_ui IS NOT NULL AND (v_up, v_ur, v_ui) > (v_lp, v_lr, v_li) THEN
+                        v_lp := v_up;
+                        v_lr := v_ur;
+                        v_li := v_ui;
+                    END IF;
+                    v_up0 := v_lp;
+                    v_ur0 := v_lr;
+                    v_ui0 := v_li;
+                END IF;
+                SELECT coalesce((array_agg(s.row ORDER BY s.priority, s.run_at, s.id)
+                                 FILTER (WHERE s.concurrency_key IS NULL))[1:v_room], '{}'),
+                       count(*),
+                       (array_agg(s.priority ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                       (array_agg(s.run_at ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                       (array_agg(s.id ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1]
+                INTO v_found, v_seen, v_lp, v_lr, v_li
+                FROM (SELECT q2.ctid AS row, q2.id, q2.priority, q2.run_at, q2.concurrency_key
+                      FROM jobs_queued q2
+                      WHERE q2.queue = v_q.queue
+                        AND q2.run_at <= now()
+                        AND (q2.priority, q2.run_at, q2.id) > (v_lp, v_lr, v_li)
+                      ORDER BY q2.priority, q2.run_at, q2.id
+                      LIMIT CASE WHEN v_step = 1 THEN v_budget + 100 ELSE c_unkeyed_look END) s;
+                IF v_step = 2 THEN
+                    IF cardinality(v_found) > 0 THEN
+                        v_up := v_up0;
+                        v_ur := v_ur0;
+                        v_ui := v_ui0;
+                    ELSIF v_seen >= c_unkeyed_look THEN
+                        v_up := v_lp;
+                        v_ur := v_lr;
+                        v_ui := v_li;
+                    ELSE
+                        v_up := NULL;
+                        v_ur := NULL;
+                        v_ui := NULL;
+                    END IF;
+                    IF (v_up, v_ur, v_ui) IS DISTINCT FROM (v_q.rr_unkeyed_priority, v_q.rr_unkeyed_run_at, v_q.rr_unkeyed_id) THEN
+                        UPDATE jobs_queues q
+                        SET rr_unkeyed_priority = v_up, rr_unkeyed_run_at = v_ur, rr_unkeyed_id = v_ui
+                        WHERE q.queue = v_q.queue;
+                    END IF;
+                END IF;
+                EXIT WHEN cardinality(v_found) > 0 OR v_seen < v_budget + 100;
+            END LOOP;
             SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                    coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
             INTO v_urows, v_uids, v_upris, v_uruns
             FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
                   FROM jobs_queued q
-                  WHERE q.ctid = ANY (ARRAY(
-                          SELECT s.row
-                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
-                                FROM jobs_queued q2
-                                WHERE q2.queue = v_q.queue
-                                  AND q2.run_at <= now()
-                                ORDER BY q2.priority, q2.run_at, q2.id
-                                LIMIT v_budget + 100) s
-                          WHERE s.concurrency_key IS NULL
-                          LIMIT v_room))
+                  WHERE q.ctid = ANY (v_found)
                   FOR UPDATE SKIP LOCKED) c;
         END IF;
 
