@@ -224,7 +224,10 @@ ALTER TABLE jobs_queues
     ADD COLUMN fair         boolean NOT NULL DEFAULT false,
     ADD COLUMN ordered      boolean NOT NULL DEFAULT false,
     ADD COLUMN rate_per_key boolean NOT NULL DEFAULT false,
-    ADD COLUMN rr_cursor    text;
+    ADD COLUMN rr_cursor    text,
+    ADD COLUMN rr_unkeyed_priority integer,
+    ADD COLUMN rr_unkeyed_run_at   timestamptz,
+    ADD COLUMN rr_unkeyed_id       bigint;
 COMMENT ON COLUMN jobs_queues.fair IS
     'skiplock: claims take the ready jobs round-robin across concurrency_keys (jobs_set_concurrency''s fair).';
 COMMENT ON COLUMN jobs_queues.ordered IS
@@ -233,6 +236,8 @@ COMMENT ON COLUMN jobs_queues.rate_per_key IS
     'skiplock: max_starts per per counts the starts of each concurrency_key (jobs_set_rate_limit''s per_key).';
 COMMENT ON COLUMN jobs_queues.rr_cursor IS
     'skiplock (private): the concurrency_key a fair queue''s last claim took last (NULL: start from the first key).';
+COMMENT ON COLUMN jobs_queues.rr_unkeyed_id IS
+    'skiplock (private): with rr_unkeyed_priority and rr_unkeyed_run_at, where a limited queue''s look for jobs without a key goes on past its best ready jobs (NULL: from the front).';
 -- The queue's head job of each key (its lowest id), whatever its run_at: what an ordered
 -- queue's claim looks at.
 CREATE INDEX jobs_queued_key_id_idx ON jobs_queued (queue, concurrency_key, id)

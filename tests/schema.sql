@@ -199,12 +199,32 @@ DECLARE
     v_n           bigint;
     v_blocked     text[];
     v_none_unkeyed boolean;
+    -- Fair queues: keys passed without a job in this claim (bounded), and where the look for
+    -- jobs without a key goes on past the queue's best ready jobs (rr_unkeyed_*).
+    v_idle        integer;
+    v_stopped     boolean;
+    v_up          integer;
+    v_ur          timestamptz;
+    v_ui          bigint;
+    v_up0         integer;
+    v_ur0         timestamptz;
+    v_ui0         bigint;
+    v_seen        bigint;
+    v_lp          integer;
+    v_lr          timestamptz;
+    v_li          bigint;
+    v_found       tid[];
+    v_step        integer;
+    -- A fair claim stops after this many keys that gave it nothing; a fair queue's look for
+    -- jobs without a key goes this many ready jobs further per claim.
+    c_idle_keys   CONSTANT integer := 1000;
+    c_unkeyed_look CONSTANT integer := 1000;
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
     IF _jobs_claim_limited.skip_locked_queues THEN
         OPEN v_settings FOR
             SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per, q.fair, q.ordered,
-                   q.rate_per_key, q.rr_cursor
+                   q.rate_per_key, q.rr_cursor, q.rr_unkeyed_priority, q.rr_unkeyed_run_at, q.rr_unkeyed_id
             FROM jobs_queues q
             WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
@@ -215,7 +235,7 @@ BEGIN
     ELSE
         OPEN v_settings FOR
             SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per, q.fair, q.ordered,
-                   q.rate_per_key, q.rr_cursor
+                   q.rate_per_key, q.rr_cursor, q.rr_unkeyed_priority, q.rr_unkeyed_run_at, q.rr_unkeyed_id
             FROM jobs_queues q
             WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
@@ -324,6 +344,11 @@ BEGIN
             v_share := 1;
             v_moved := false;
             v_none_unkeyed := false;
+            v_idle := 0;
+            v_stopped := false;
+            v_up := v_q.rr_unkeyed_priority;
+            v_ur := v_q.rr_unkeyed_run_at;
+            v_ui := v_q.rr_unkeyed_id;
             v_krows := '{}';
             v_kids := '{}';
             v_kpris := '{}';
@@ -391,28 +416,82 @@ BEGIN
                         END IF;
                     END IF;
                     v_room := least(v_room - coalesce(v_tns[v_pos], 0), v_share, v_budget - v_taken);
-                    CONTINUE WHEN v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed);
+                    IF v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed) THEN
+                        v_idle := v_idle + 1;
+                        IF v_idle >= c_idle_keys THEN
+                            v_last := v_k.key;
+                            v_stopped := true;
+                            EXIT;
+                        END IF;
+                        CONTINUE;
+                    END IF;
 
                     IF v_k.key IS NULL THEN
-                        -- Jobs without a key: among the queue's best (room + 100) ready
-                        -- jobs (two statements, so that the bound is an index condition); a
-                        -- turn that finds none does not look again in this claim.
+                        -- Jobs without a key (jobs_ready_idx has no key column, and no index
+                        -- of them exists, so that they cost nothing to enqueue): first among
+                        -- the queue's best (room + taken + 100) ready jobs; when none of those
+                        -- lacks a key and there are more, among the next 1,000 ready jobs
+                        -- from where the previous such look stopped (rr_unkeyed_*, if that
+                        -- is further on), which the queue's row keeps: each claim's look goes
+                        -- on where the last one stopped, back to the front past the last
+                        -- ready job, so a job without a key is found whatever the backlog of
+                        -- keyed jobs ahead of it. A turn that finds none does not look again
+                        -- in this claim.
+                        v_lp := -2147483648;
+                        v_lr := '-infinity';
+                        v_li := -9223372036854775808;
+                        FOR v_step IN 1..2 LOOP
+                            IF v_step = 2 THEN
+                                -- v_lp/v_lr/v_li: where the first look stopped.
+                                IF v_ui IS NOT NULL AND (v_up, v_ur, v_ui) > (v_lp, v_lr, v_li) THEN
+                                    v_lp := v_up;
+                                    v_lr := v_ur;
+                                    v_li := v_ui;
+                                END IF;
+                                v_up0 := v_lp;
+                                v_ur0 := v_lr;
+                                v_ui0 := v_li;
+                            END IF;
+                            SELECT coalesce((array_agg(s.row ORDER BY s.priority, s.run_at, s.id)
+                                             FILTER (WHERE s.concurrency_key IS NULL AND s.id <> ALL (v_ids)))[1:v_room], '{}'),
+                                   count(*),
+                                   (array_agg(s.priority ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                                   (array_agg(s.run_at ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                                   (array_agg(s.id ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1]
+                            INTO v_found, v_seen, v_lp, v_lr, v_li
+                            FROM (SELECT q2.ctid AS row, q2.id, q2.priority, q2.run_at, q2.concurrency_key
+                                  FROM jobs_queued q2
+                                  WHERE q2.queue = v_q.queue
+                                    AND q2.run_at <= now()
+                                    AND (q2.priority, q2.run_at, q2.id) > (v_lp, v_lr, v_li)
+                                  ORDER BY q2.priority, q2.run_at, q2.id
+                                  LIMIT CASE WHEN v_step = 1 THEN v_room + v_taken + 100 ELSE c_unkeyed_look END) s;
+                            IF v_step = 2 THEN
+                                -- Found: look here again next time (the jobs before them have
+                                -- keys); none: go on after the last job looked at, or from
+                                -- the front when the look reached the last ready job.
+                                IF cardinality(v_found) > 0 THEN
+                                    v_up := v_up0;
+                                    v_ur := v_ur0;
+                                    v_ui := v_ui0;
+                                ELSIF v_seen >= c_unkeyed_look THEN
+                                    v_up := v_lp;
+                                    v_ur := v_lr;
+                                    v_ui := v_li;
+                                ELSE
+                                    v_up := NULL;
+                                    v_ur := NULL;
+                                    v_ui := NULL;
+                                END IF;
+                            END IF;
+                            EXIT WHEN cardinality(v_found) > 0 OR v_seen < v_room + v_taken + 100;
+                        END LOOP;
                         SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                                coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
                         INTO v_krows, v_kids, v_kpris, v_kruns
                         FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
                               FROM jobs_queued q
-                              WHERE q.ctid = ANY (ARRAY(
-                                      SELECT s.row
-                                      FROM (SELECT q2.ctid AS row, q2.id, q2.concurrency_key
-                                            FROM jobs_queued q2
-                                            WHERE q2.queue = v_q.queue
-                                              AND q2.run_at <= now()
-                                            ORDER BY q2.priority, q2.run_at, q2.id
-                                            LIMIT v_room + v_taken + 100) s
-                                      WHERE s.concurrency_key IS NULL
-                                        AND s.id <> ALL (v_ids)
-                                      LIMIT v_room))
+                              WHERE q.ctid = ANY (v_found)
                               FOR UPDATE SKIP LOCKED) c;
                     ELSIF v_q.ordered THEN
                         -- The key's head (lowest id) if it is ready.
@@ -445,7 +524,19 @@ BEGIN
                     END IF;
                     v_got := cardinality(v_kids);
                     v_none_unkeyed := v_none_unkeyed OR (v_k.key IS NULL AND v_got = 0);
-                    CONTINUE WHEN v_got = 0;
+                    IF v_got = 0 THEN
+                        -- A bounded walk: after 1,000 keys that gave nothing (no room, or
+                        -- no ready job: e.g. keys whose jobs are all in the future) the
+                        -- claim stops, and the next one goes on after the last key looked
+                        -- at, so every key is still reached in turn.
+                        v_idle := v_idle + 1;
+                        IF v_idle >= c_idle_keys THEN
+                            v_last := v_k.key;
+                            v_stopped := true;
+                            EXIT;
+                        END IF;
+                        CONTINUE;
+                    END IF;
                     v_rows := v_rows || v_krows;
                     v_ids := v_ids || v_kids;
                     v_pris := v_pris || v_kpris;
@@ -462,13 +553,19 @@ BEGIN
                     v_moved := true;
                     EXIT WHEN v_taken >= v_budget;
                 END LOOP;
-                EXIT WHEN v_taken >= v_budget OR v_round_keys = 0;
+                EXIT WHEN v_taken >= v_budget OR v_round_keys = 0 OR v_stopped;
                 v_share := ceil((v_budget - v_taken)::numeric / v_round_keys)::integer;
             END LOOP;
             -- The next claim starts after the key taken last (NULL: the group without a key
             -- was last, so the next turn starts at the first key).
-            IF v_moved THEN
+            -- A walk stopped by its bound: after the key looked at last.
+            IF v_moved OR v_stopped THEN
                 UPDATE jobs_queues q SET rr_cursor = v_last WHERE q.queue = v_q.queue;
+            END IF;
+            IF (v_up, v_ur, v_ui) IS DISTINCT FROM (v_q.rr_unkeyed_priority, v_q.rr_unkeyed_run_at, v_q.rr_unkeyed_id) THEN
+                UPDATE jobs_queues q
+                SET rr_unkeyed_priority = v_up, rr_unkeyed_run_at = v_ur, rr_unkeyed_id = v_ui
+                WHERE q.queue = v_q.queue;
             END IF;
             CONTINUE;
         END IF;
@@ -663,21 +760,69 @@ BEGIN
                           LIMIT v_room))
                   FOR UPDATE SKIP LOCKED) c;
         ELSE
+            -- The queue's best (v_budget + 100) ready jobs; when none of them lacks a key and
+            -- there are more (keys held back fill them), the next 1,000 from where the
+            -- previous such look stopped, as a fair queue's turn does (rr_unkeyed_*), so that
+            -- jobs without a key behind a held-back backlog are found all the same.
+            v_up := v_q.rr_unkeyed_priority;
+            v_ur := v_q.rr_unkeyed_run_at;
+            v_ui := v_q.rr_unkeyed_id;
+            v_lp := -2147483648;
+            v_lr := '-infinity';
+            v_li := -9223372036854775808;
+            FOR v_step IN 1..2 LOOP
+                IF v_step = 2 THEN
+                    IF v_ui IS NOT NULL AND (v_up, v_ur, v_ui) > (v_lp, v_lr, v_li) THEN
+                        v_lp := v_up;
+                        v_lr := v_ur;
+                        v_li := v_ui;
+                    END IF;
+                    v_up0 := v_lp;
+                    v_ur0 := v_lr;
+                    v_ui0 := v_li;
+                END IF;
+                SELECT coalesce((array_agg(s.row ORDER BY s.priority, s.run_at, s.id)
+                                 FILTER (WHERE s.concurrency_key IS NULL))[1:v_room], '{}'),
+                       count(*),
+                       (array_agg(s.priority ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                       (array_agg(s.run_at ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                       (array_agg(s.id ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1]
+                INTO v_found, v_seen, v_lp, v_lr, v_li
+                FROM (SELECT q2.ctid AS row, q2.id, q2.priority, q2.run_at, q2.concurrency_key
+                      FROM jobs_queued q2
+                      WHERE q2.queue = v_q.queue
+                        AND q2.run_at <= now()
+                        AND (q2.priority, q2.run_at, q2.id) > (v_lp, v_lr, v_li)
+                      ORDER BY q2.priority, q2.run_at, q2.id
+                      LIMIT CASE WHEN v_step = 1 THEN v_budget + 100 ELSE c_unkeyed_look END) s;
+                IF v_step = 2 THEN
+                    IF cardinality(v_found) > 0 THEN
+                        v_up := v_up0;
+                        v_ur := v_ur0;
+                        v_ui := v_ui0;
+                    ELSIF v_seen >= c_unkeyed_look THEN
+                        v_up := v_lp;
+                        v_ur := v_lr;
+                        v_ui := v_li;
+                    ELSE
+                        v_up := NULL;
+                        v_ur := NULL;
+                        v_ui := NULL;
+                    END IF;
+                    IF (v_up, v_ur, v_ui) IS DISTINCT FROM (v_q.rr_unkeyed_priority, v_q.rr_unkeyed_run_at, v_q.rr_unkeyed_id) THEN
+                        UPDATE jobs_queues q
+                        SET rr_unkeyed_priority = v_up, rr_unkeyed_run_at = v_ur, rr_unkeyed_id = v_ui
+                        WHERE q.queue = v_q.queue;
+                    END IF;
+                END IF;
+                EXIT WHEN cardinality(v_found) > 0 OR v_seen < v_budget + 100;
+            END LOOP;
             SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                    coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
             INTO v_urows, v_uids, v_upris, v_uruns
             FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
                   FROM jobs_queued q
-                  WHERE q.ctid = ANY (ARRAY(
-                          SELECT s.row
-                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
-                                FROM jobs_queued q2
-                                WHERE q2.queue = v_q.queue
-                                  AND q2.run_at <= now()
-                                ORDER BY q2.priority, q2.run_at, q2.id
-                                LIMIT v_budget + 100) s
-                          WHERE s.concurrency_key IS NULL
-                          LIMIT v_room))
+                  WHERE q.ctid = ANY (v_found)
                   FOR UPDATE SKIP LOCKED) c;
         END IF;
 
@@ -5092,6 +5237,9 @@ BEGIN
         ordered = coalesce(jobs_set_concurrency.ordered, q.ordered),
         -- A fair queue starts its turns anew.
         rr_cursor = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_cursor END,
+        rr_unkeyed_priority = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_unkeyed_priority END,
+        rr_unkeyed_run_at = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_unkeyed_run_at END,
+        rr_unkeyed_id = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_unkeyed_id END,
         updated_at = now();
 
     DELETE FROM jobs_queues q
@@ -5485,6 +5633,9 @@ CREATE TABLE skiplock.jobs_queues (
     ordered boolean DEFAULT false NOT NULL,
     rate_per_key boolean DEFAULT false NOT NULL,
     rr_cursor text,
+    rr_unkeyed_priority integer,
+    rr_unkeyed_run_at timestamp with time zone,
+    rr_unkeyed_id bigint,
     CONSTRAINT jobs_queues_max_running_valid CHECK ((max_running >= 1)),
     CONSTRAINT jobs_queues_per_key_valid CHECK ((per_key >= 1)),
     CONSTRAINT jobs_queues_queue_valid CHECK (((queue <> ''::text) AND (octet_length(queue) <= 200))),
@@ -5500,6 +5651,8 @@ COMMENT ON COLUMN skiplock.jobs_queues.ordered IS 'skiplock: jobs sharing a conc
 COMMENT ON COLUMN skiplock.jobs_queues.rate_per_key IS 'skiplock: max_starts per per counts the starts of each concurrency_key (jobs_set_rate_limit''s per_key).';
 
 COMMENT ON COLUMN skiplock.jobs_queues.rr_cursor IS 'skiplock (private): the concurrency_key a fair queue''s last claim took last (NULL: start from the first key).';
+
+COMMENT ON COLUMN skiplock.jobs_queues.rr_unkeyed_id IS 'skiplock (private): with rr_unkeyed_priority and rr_unkeyed_run_at, where a limited queue''s look for jobs without a key goes on past its best ready jobs (NULL: from the front).';
 
 CREATE TABLE skiplock.jobs_schedules (
     name text NOT NULL,

@@ -24,7 +24,19 @@
 --             group of jobs without a key after the last key, wrapping around once, taking
 --             the best job of each key with room; a batch that one turn does not fill takes
 --             the rest in equal shares of the keys that gave a job. A key with 100,000 ready
---             jobs cannot starve one with 10: each turn gives the small key one. Without
+--             jobs cannot starve one with 10: each turn gives the small key one. The walk is
+--             bounded: after 1,000 keys that gave nothing (no room, or no ready job, e.g. all
+--             of a key's jobs in the future) the claim stops and sets rr_cursor to the key it
+--             looked at last, so the next claim goes on from there and every key still gets
+--             its turn; a ready key behind K such keys is reached within K / 1,000 + 1
+--             claims, and a claim may take fewer jobs than are ready. The group of jobs
+--             without a key is found whatever the keyed backlog ahead of it: at its turn the
+--             claim looks at the queue's best (room + taken + 100) ready jobs and, when none
+--             of those lacks a key and there are more, at the next 1,000 ready jobs from
+--             where the previous such look stopped (rr_unkeyed_*, written under the same
+--             lock; from the front again after the last ready job), so a job without a key
+--             behind N ready keyed jobs is taken within N / 1,000 + 1 claims that reach the
+--             group's turn, and a better one enqueued meanwhile at once. Without
 --             fair, a queue with per_key, ordered or rate_per_key takes the best jobs (by
 --             priority, run_at, id) among the keys with room.
 --           All of these hold together (the key walk computes each key's room as the least
@@ -45,21 +57,26 @@
 --           best jobs of each key that has room are candidates (one probe of
 --           jobs_ready_key_idx per key; for ordered, of jobs_queued_key_id_idx for its head),
 --           so a key at its limit holds back no other key, and one call never takes a key over
---           its room. Jobs without a key in such a queue are looked for among the queue's
---           best (room + 100) ready jobs (in a fair queue's turn, once per claim), and only ahead
---           of the last keyed candidate when there are enough keyed ones: the bound keeps the
---           claim from walking every job of a key at its limit (there is no index of the
---           jobs without a key, so that they cost nothing to enqueue), at the price that an
---           unkeyed job behind more ready jobs of such keys waits for them to move. Give every
---           job of such a queue a key to avoid that. Queues without limits in the same call
+--           its room. Jobs without a key in such a queue that is not fair (a fair queue's
+--           turn: above) are looked for among the queue's best (room + 100) ready jobs and,
+--           when none of those lacks a key, among the next 1,000 from where the previous
+--           such look stopped (rr_unkeyed_*, as in the fair turn), so one behind N ready jobs
+--           of held-back keys is found within N / 1,000 + 1 claims; but only ahead
+--           of the last keyed candidate when there are enough keyed ones (then it is among
+--           the room + 100 best). The bounds keep the claim from walking every job of a key
+--           at its limit (there is no index of the jobs without a key, so that they cost
+--           nothing to enqueue), at the price that an unkeyed job is taken later than its
+--           rank says. Give every job of such a queue a key to avoid that. Queues without
+--           limits in the same call
 --           are claimed as jobs_claim does.
 --           Cost: a queue with max_running or a queue-wide rate alone costs one ordered range
 --           scan, as the fast path, plus the count of its running jobs (the sum over its
 --           jobs_claims rows). The key walk counts the queue's running jobs per key once per
 --           claim (one jobs_pkey probe per running job of the queue, for per_key and ordered
 --           only); a fair claim then probes only the keys it walks past until its budget is
---           taken (plus the unkeyed group once per turn), so it costs in proportion to the
---           jobs it takes and the keys without room it passes. One that is not fair looks
+--           taken (plus the unkeyed group once per turn: up to room + taken + 1,100 entries
+--           of jobs_ready_idx), so it costs in proportion to the jobs it takes and the keys
+--           that give nothing it passes, at most 1,000 of those. One that is not fair looks
 --           first at the queue's best (budget + 100) ready jobs of keys that their running
 --           jobs leave room (passing over the jobs of the others, which costs in proportion
 --           to them; an ordered key's head is probed only for the jobs that get that far),
@@ -93,7 +110,9 @@
 -- States:   queued -> running (or, at attempts 2147483647, dead), as jobs_claim (lease_role =
 --           session_user too); appends to jobs_queue_starts (with the job's concurrency_key)
 --           and trims from it the starts older than one window; sets a fair queue's
---           jobs_queues.rr_cursor to the key it took last.
+--           jobs_queues.rr_cursor to the key it took (or, stopped by the bound, looked at)
+--           last, and a key-walking queue's rr_unkeyed_* to where its look for jobs without a
+--           key stopped.
 -- Time:     now() (transaction start), as jobs_claim; rate-limited starts are logged at
 --           now() too. A claim whose now() is a whole window (per) behind the queue's
 --           latest logged start (its transaction began long before it claimed) takes
@@ -164,12 +183,32 @@ DECLARE
     v_n           bigint;
     v_blocked     text[];
     v_none_unkeyed boolean;
+    -- Fair queues: keys passed without a job in this claim (bounded), and where the look for
+    -- jobs without a key goes on past the queue's best ready jobs (rr_unkeyed_*).
+    v_idle        integer;
+    v_stopped     boolean;
+    v_up          integer;
+    v_ur          timestamptz;
+    v_ui          bigint;
+    v_up0         integer;
+    v_ur0         timestamptz;
+    v_ui0         bigint;
+    v_seen        bigint;
+    v_lp          integer;
+    v_lr          timestamptz;
+    v_li          bigint;
+    v_found       tid[];
+    v_step        integer;
+    -- A fair claim stops after this many keys that gave it nothing; a fair queue's look for
+    -- jobs without a key goes this many ready jobs further per claim.
+    c_idle_keys   CONSTANT integer := 1000;
+    c_unkeyed_look CONSTANT integer := 1000;
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
     IF _jobs_claim_limited.skip_locked_queues THEN
         OPEN v_settings FOR
             SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per, q.fair, q.ordered,
-                   q.rate_per_key, q.rr_cursor
+                   q.rate_per_key, q.rr_cursor, q.rr_unkeyed_priority, q.rr_unkeyed_run_at, q.rr_unkeyed_id
             FROM jobs_queues q
             WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
@@ -180,7 +219,7 @@ BEGIN
     ELSE
         OPEN v_settings FOR
             SELECT q.queue, q.max_running, q.per_key, q.max_starts, q.per, q.fair, q.ordered,
-                   q.rate_per_key, q.rr_cursor
+                   q.rate_per_key, q.rr_cursor, q.rr_unkeyed_priority, q.rr_unkeyed_run_at, q.rr_unkeyed_id
             FROM jobs_queues q
             WHERE (_jobs_claim_limited.queues IS NULL OR q.queue = ANY (_jobs_claim_limited.queues))
               AND NOT q.paused
@@ -289,6 +328,11 @@ BEGIN
             v_share := 1;
             v_moved := false;
             v_none_unkeyed := false;
+            v_idle := 0;
+            v_stopped := false;
+            v_up := v_q.rr_unkeyed_priority;
+            v_ur := v_q.rr_unkeyed_run_at;
+            v_ui := v_q.rr_unkeyed_id;
             v_krows := '{}';
             v_kids := '{}';
             v_kpris := '{}';
@@ -356,28 +400,82 @@ BEGIN
                         END IF;
                     END IF;
                     v_room := least(v_room - coalesce(v_tns[v_pos], 0), v_share, v_budget - v_taken);
-                    CONTINUE WHEN v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed);
+                    IF v_room <= 0 OR (v_k.key IS NULL AND v_none_unkeyed) THEN
+                        v_idle := v_idle + 1;
+                        IF v_idle >= c_idle_keys THEN
+                            v_last := v_k.key;
+                            v_stopped := true;
+                            EXIT;
+                        END IF;
+                        CONTINUE;
+                    END IF;
 
                     IF v_k.key IS NULL THEN
-                        -- Jobs without a key: among the queue's best (room + 100) ready
-                        -- jobs (two statements, so that the bound is an index condition); a
-                        -- turn that finds none does not look again in this claim.
+                        -- Jobs without a key (jobs_ready_idx has no key column, and no index
+                        -- of them exists, so that they cost nothing to enqueue): first among
+                        -- the queue's best (room + taken + 100) ready jobs; when none of those
+                        -- lacks a key and there are more, among the next 1,000 ready jobs
+                        -- from where the previous such look stopped (rr_unkeyed_*, if that
+                        -- is further on), which the queue's row keeps: each claim's look goes
+                        -- on where the last one stopped, back to the front past the last
+                        -- ready job, so a job without a key is found whatever the backlog of
+                        -- keyed jobs ahead of it. A turn that finds none does not look again
+                        -- in this claim.
+                        v_lp := -2147483648;
+                        v_lr := '-infinity';
+                        v_li := -9223372036854775808;
+                        FOR v_step IN 1..2 LOOP
+                            IF v_step = 2 THEN
+                                -- v_lp/v_lr/v_li: where the first look stopped.
+                                IF v_ui IS NOT NULL AND (v_up, v_ur, v_ui) > (v_lp, v_lr, v_li) THEN
+                                    v_lp := v_up;
+                                    v_lr := v_ur;
+                                    v_li := v_ui;
+                                END IF;
+                                v_up0 := v_lp;
+                                v_ur0 := v_lr;
+                                v_ui0 := v_li;
+                            END IF;
+                            SELECT coalesce((array_agg(s.row ORDER BY s.priority, s.run_at, s.id)
+                                             FILTER (WHERE s.concurrency_key IS NULL AND s.id <> ALL (v_ids)))[1:v_room], '{}'),
+                                   count(*),
+                                   (array_agg(s.priority ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                                   (array_agg(s.run_at ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                                   (array_agg(s.id ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1]
+                            INTO v_found, v_seen, v_lp, v_lr, v_li
+                            FROM (SELECT q2.ctid AS row, q2.id, q2.priority, q2.run_at, q2.concurrency_key
+                                  FROM jobs_queued q2
+                                  WHERE q2.queue = v_q.queue
+                                    AND q2.run_at <= now()
+                                    AND (q2.priority, q2.run_at, q2.id) > (v_lp, v_lr, v_li)
+                                  ORDER BY q2.priority, q2.run_at, q2.id
+                                  LIMIT CASE WHEN v_step = 1 THEN v_room + v_taken + 100 ELSE c_unkeyed_look END) s;
+                            IF v_step = 2 THEN
+                                -- Found: look here again next time (the jobs before them have
+                                -- keys); none: go on after the last job looked at, or from
+                                -- the front when the look reached the last ready job.
+                                IF cardinality(v_found) > 0 THEN
+                                    v_up := v_up0;
+                                    v_ur := v_ur0;
+                                    v_ui := v_ui0;
+                                ELSIF v_seen >= c_unkeyed_look THEN
+                                    v_up := v_lp;
+                                    v_ur := v_lr;
+                                    v_ui := v_li;
+                                ELSE
+                                    v_up := NULL;
+                                    v_ur := NULL;
+                                    v_ui := NULL;
+                                END IF;
+                            END IF;
+                            EXIT WHEN cardinality(v_found) > 0 OR v_seen < v_room + v_taken + 100;
+                        END LOOP;
                         SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                                coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
                         INTO v_krows, v_kids, v_kpris, v_kruns
                         FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
                               FROM jobs_queued q
-                              WHERE q.ctid = ANY (ARRAY(
-                                      SELECT s.row
-                                      FROM (SELECT q2.ctid AS row, q2.id, q2.concurrency_key
-                                            FROM jobs_queued q2
-                                            WHERE q2.queue = v_q.queue
-                                              AND q2.run_at <= now()
-                                            ORDER BY q2.priority, q2.run_at, q2.id
-                                            LIMIT v_room + v_taken + 100) s
-                                      WHERE s.concurrency_key IS NULL
-                                        AND s.id <> ALL (v_ids)
-                                      LIMIT v_room))
+                              WHERE q.ctid = ANY (v_found)
                               FOR UPDATE SKIP LOCKED) c;
                     ELSIF v_q.ordered THEN
                         -- The key's head (lowest id) if it is ready.
@@ -410,7 +508,19 @@ BEGIN
                     END IF;
                     v_got := cardinality(v_kids);
                     v_none_unkeyed := v_none_unkeyed OR (v_k.key IS NULL AND v_got = 0);
-                    CONTINUE WHEN v_got = 0;
+                    IF v_got = 0 THEN
+                        -- A bounded walk: after 1,000 keys that gave nothing (no room, or
+                        -- no ready job: e.g. keys whose jobs are all in the future) the
+                        -- claim stops, and the next one goes on after the last key looked
+                        -- at, so every key is still reached in turn.
+                        v_idle := v_idle + 1;
+                        IF v_idle >= c_idle_keys THEN
+                            v_last := v_k.key;
+                            v_stopped := true;
+                            EXIT;
+                        END IF;
+                        CONTINUE;
+                    END IF;
                     v_rows := v_rows || v_krows;
                     v_ids := v_ids || v_kids;
                     v_pris := v_pris || v_kpris;
@@ -427,13 +537,19 @@ BEGIN
                     v_moved := true;
                     EXIT WHEN v_taken >= v_budget;
                 END LOOP;
-                EXIT WHEN v_taken >= v_budget OR v_round_keys = 0;
+                EXIT WHEN v_taken >= v_budget OR v_round_keys = 0 OR v_stopped;
                 v_share := ceil((v_budget - v_taken)::numeric / v_round_keys)::integer;
             END LOOP;
             -- The next claim starts after the key taken last (NULL: the group without a key
             -- was last, so the next turn starts at the first key).
-            IF v_moved THEN
+            -- A walk stopped by its bound: after the key looked at last.
+            IF v_moved OR v_stopped THEN
                 UPDATE jobs_queues q SET rr_cursor = v_last WHERE q.queue = v_q.queue;
+            END IF;
+            IF (v_up, v_ur, v_ui) IS DISTINCT FROM (v_q.rr_unkeyed_priority, v_q.rr_unkeyed_run_at, v_q.rr_unkeyed_id) THEN
+                UPDATE jobs_queues q
+                SET rr_unkeyed_priority = v_up, rr_unkeyed_run_at = v_ur, rr_unkeyed_id = v_ui
+                WHERE q.queue = v_q.queue;
             END IF;
             CONTINUE;
         END IF;
@@ -628,21 +744,69 @@ BEGIN
                           LIMIT v_room))
                   FOR UPDATE SKIP LOCKED) c;
         ELSE
+            -- The queue's best (v_budget + 100) ready jobs; when none of them lacks a key and
+            -- there are more (keys held back fill them), the next 1,000 from where the
+            -- previous such look stopped, as a fair queue's turn does (rr_unkeyed_*), so that
+            -- jobs without a key behind a held-back backlog are found all the same.
+            v_up := v_q.rr_unkeyed_priority;
+            v_ur := v_q.rr_unkeyed_run_at;
+            v_ui := v_q.rr_unkeyed_id;
+            v_lp := -2147483648;
+            v_lr := '-infinity';
+            v_li := -9223372036854775808;
+            FOR v_step IN 1..2 LOOP
+                IF v_step = 2 THEN
+                    IF v_ui IS NOT NULL AND (v_up, v_ur, v_ui) > (v_lp, v_lr, v_li) THEN
+                        v_lp := v_up;
+                        v_lr := v_ur;
+                        v_li := v_ui;
+                    END IF;
+                    v_up0 := v_lp;
+                    v_ur0 := v_lr;
+                    v_ui0 := v_li;
+                END IF;
+                SELECT coalesce((array_agg(s.row ORDER BY s.priority, s.run_at, s.id)
+                                 FILTER (WHERE s.concurrency_key IS NULL))[1:v_room], '{}'),
+                       count(*),
+                       (array_agg(s.priority ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                       (array_agg(s.run_at ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+                       (array_agg(s.id ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1]
+                INTO v_found, v_seen, v_lp, v_lr, v_li
+                FROM (SELECT q2.ctid AS row, q2.id, q2.priority, q2.run_at, q2.concurrency_key
+                      FROM jobs_queued q2
+                      WHERE q2.queue = v_q.queue
+                        AND q2.run_at <= now()
+                        AND (q2.priority, q2.run_at, q2.id) > (v_lp, v_lr, v_li)
+                      ORDER BY q2.priority, q2.run_at, q2.id
+                      LIMIT CASE WHEN v_step = 1 THEN v_budget + 100 ELSE c_unkeyed_look END) s;
+                IF v_step = 2 THEN
+                    IF cardinality(v_found) > 0 THEN
+                        v_up := v_up0;
+                        v_ur := v_ur0;
+                        v_ui := v_ui0;
+                    ELSIF v_seen >= c_unkeyed_look THEN
+                        v_up := v_lp;
+                        v_ur := v_lr;
+                        v_ui := v_li;
+                    ELSE
+                        v_up := NULL;
+                        v_ur := NULL;
+                        v_ui := NULL;
+                    END IF;
+                    IF (v_up, v_ur, v_ui) IS DISTINCT FROM (v_q.rr_unkeyed_priority, v_q.rr_unkeyed_run_at, v_q.rr_unkeyed_id) THEN
+                        UPDATE jobs_queues q
+                        SET rr_unkeyed_priority = v_up, rr_unkeyed_run_at = v_ur, rr_unkeyed_id = v_ui
+                        WHERE q.queue = v_q.queue;
+                    END IF;
+                END IF;
+                EXIT WHEN cardinality(v_found) > 0 OR v_seen < v_budget + 100;
+            END LOOP;
             SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                    coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
             INTO v_urows, v_uids, v_upris, v_uruns
             FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at
                   FROM jobs_queued q
-                  WHERE q.ctid = ANY (ARRAY(
-                          SELECT s.row
-                          FROM (SELECT q2.ctid AS row, q2.concurrency_key
-                                FROM jobs_queued q2
-                                WHERE q2.queue = v_q.queue
-                                  AND q2.run_at <= now()
-                                ORDER BY q2.priority, q2.run_at, q2.id
-                                LIMIT v_budget + 100) s
-                          WHERE s.concurrency_key IS NULL
-                          LIMIT v_room))
+                  WHERE q.ctid = ANY (v_found)
                   FOR UPDATE SKIP LOCKED) c;
         END IF;
 

@@ -11,11 +11,15 @@
 --           fair true: claims of the queue take its ready jobs round-robin across
 --           concurrency_keys, one job per key per turn (priority, run_at, id still order the
 --           jobs of a key), from where the queue's previous claim stopped; jobs without a key
---           are one group of their own in the turn. A key with 100,000 queued jobs does not
---           starve one with 10. ordered true: the queued jobs sharing a concurrency_key run
---           one at a time in id (enqueue) order; a job of the key queued for its retry (after
---           jobs_fail, jobs_snooze, or requeued after its lease expired) holds back the later
---           ones until it is done, dead or cancelled. A job waiting for its parents is not
+--           are one group of their own in the turn (found behind N ready keyed jobs within
+--           N / 1,000 + 1 claims that reach the group's turn). A key with 100,000 queued jobs
+--           does not starve one with 10. A claim passes at most 1,000 keys that give it
+--           nothing (no room, no ready job) and the next one goes on from there, so a ready
+--           key behind K such keys is reached within K / 1,000 + 1 claims. Switching fair
+--           off forgets where the turn was. ordered true: the queued jobs sharing a
+--           concurrency_key run one at a time in id (enqueue) order; a job of the key queued
+--           for its retry (after jobs_fail, jobs_snooze, or requeued after its lease expired)
+--           holds back the later ones until it is done, dead or cancelled. A job waiting for its parents is not
 --           queued and holds nothing back until it is. Jobs without a key are not ordered. See
 --           _jobs_claim_limited for both. fair or ordered NULL (the default) leaves that
 --           setting as it is, so a call with two or three arguments does not switch either
@@ -64,6 +68,9 @@ BEGIN
         ordered = coalesce(jobs_set_concurrency.ordered, q.ordered),
         -- A fair queue starts its turns anew.
         rr_cursor = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_cursor END,
+        rr_unkeyed_priority = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_unkeyed_priority END,
+        rr_unkeyed_run_at = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_unkeyed_run_at END,
+        rr_unkeyed_id = CASE WHEN coalesce(jobs_set_concurrency.fair, q.fair) THEN q.rr_unkeyed_id END,
         updated_at = now();
 
     DELETE FROM jobs_queues q
