@@ -234,7 +234,7 @@ func TestUniqueKeyReplace(t *testing.T) {
 		running := enqueue(t, b.Conn, `queue => 'q', unique_key => 'r'`)
 		claimOne(t, b.Conn, "w", "q", "1 minute")
 		ids := queryList[int64](t, b.Conn, `SELECT * FROM jobs_enqueue_many(
-			kinds         => ARRAY['a', 'b', 'c', 'd', 'e'],
+			kinds         => ARRAY['d', 'd', 'd', 'test_kind', 'test_kind'],
 			payloads      => ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}', '{"n": 4}', '{"n": 5}']::jsonb[],
 			queues        => ARRAY['q', 'q', 'q', 'q', 'q'],
 			unique_keys   => ARRAY['d', 'd', 'd', 'r', 'r'],
