@@ -1988,13 +1988,15 @@ CREATE FUNCTION skiplock._jobs_unique_key_superseded() RETURNS trigger
 BEGIN
     IF NOT EXISTS (SELECT FROM jobs_unique_keys k
                    WHERE k.queue = NEW.queue AND k.unique_key = NEW.unique_key AND k.id = NEW.id) THEN
-        NEW.state := 'cancelled';
-        NEW.finished_at := now();
-        NEW.last_error := format('superseded by job %s', NEW.superseded_by);
-        NEW.errors := _jobs_errors_append(NEW.errors, jsonb_build_object('attempt', NEW.attempts, 'at', now(),
-                                                                         'error', NEW.last_error));
+        UPDATE jobs j
+        SET state = 'cancelled',
+            finished_at = now(),
+            last_error = format('superseded by job %s', j.superseded_by),
+            errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                      'error', format('superseded by job %s', j.superseded_by)))
+        WHERE j.id = NEW.id AND j.state = 'queued';
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END;
 $$;
 
@@ -3509,6 +3511,7 @@ DECLARE
     v_queue  text;
     v_run_at timestamptz;
     v_claim  bigint;
+    v_superseded boolean;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -3541,9 +3544,15 @@ BEGIN
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt
       AND (j.lease_role IS NULL OR j.lease_role = v_login)
-    RETURNING j.state, j.queue, j.run_at, j.claim_id INTO v_state, v_queue, v_run_at, v_claim;
+    RETURNING j.state, j.queue, j.run_at, j.claim_id, j.superseded_by IS NOT NULL
+    INTO v_state, v_queue, v_run_at, v_claim, v_superseded;
     IF v_state IS NULL THEN
         RETURN NULL;
+    END IF;
+    IF v_superseded AND v_state = 'queued' THEN
+        -- Cancelled instead when its key went to a newer job (_jobs_unique_key_superseded,
+        -- after the update RETURNING saw).
+        SELECT j.state INTO v_state FROM jobs j WHERE j.id = jobs_fail.id;
     END IF;
     -- Requeued, the job is back in jobs_queued (trigger jobs_queued_sync).
     PERFORM _jobs_claims_release(ARRAY[v_claim]);
@@ -5794,7 +5803,7 @@ CREATE TRIGGER jobs_truncate_sync AFTER TRUNCATE ON skiplock.jobs FOR EACH STATE
 
 CREATE TRIGGER jobs_unique_key_release AFTER DELETE ON skiplock.jobs FOR EACH ROW WHEN (((old.unique_key IS NOT NULL) AND (old.state <> ALL (ARRAY['done'::skiplock.jobs_state, 'dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state])))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
 
-CREATE TRIGGER jobs_unique_key_superseded BEFORE UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN (((new.superseded_by IS NOT NULL) AND (new.unique_key IS NOT NULL) AND (old.state = 'running'::skiplock.jobs_state) AND (new.state = 'queued'::skiplock.jobs_state))) EXECUTE FUNCTION skiplock._jobs_unique_key_superseded();
+CREATE TRIGGER jobs_unique_key_superseded AFTER UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN (((new.superseded_by IS NOT NULL) AND (new.unique_key IS NOT NULL) AND (old.state = 'running'::skiplock.jobs_state) AND (new.state = 'queued'::skiplock.jobs_state))) EXECUTE FUNCTION skiplock._jobs_unique_key_superseded();
 
 CREATE TRIGGER jobs_unique_key_sync AFTER UPDATE OF state ON skiplock.jobs FOR EACH ROW WHEN (((new.unique_key IS NOT NULL) AND ((old.state = ANY (ARRAY['done'::skiplock.jobs_state, 'dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state])) <> (new.state = ANY (ARRAY['done'::skiplock.jobs_state, 'dead'::skiplock.jobs_state, 'cancelled'::skiplock.jobs_state]))))) EXECUTE FUNCTION skiplock._jobs_unique_key_sync();
 

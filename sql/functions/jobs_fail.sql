@@ -30,6 +30,7 @@ DECLARE
     v_queue  text;
     v_run_at timestamptz;
     v_claim  bigint;
+    v_superseded boolean;
     -- The caller's login: a job whose lease another login took is not the caller's
     -- (jobs.lease_role; NULL for leases taken before it was recorded matches any login).
     v_login regrole := to_regrole(quote_ident(session_user));
@@ -62,9 +63,15 @@ BEGIN
       AND j.state = 'running'
       AND j.attempts = jobs_fail.attempt
       AND (j.lease_role IS NULL OR j.lease_role = v_login)
-    RETURNING j.state, j.queue, j.run_at, j.claim_id INTO v_state, v_queue, v_run_at, v_claim;
+    RETURNING j.state, j.queue, j.run_at, j.claim_id, j.superseded_by IS NOT NULL
+    INTO v_state, v_queue, v_run_at, v_claim, v_superseded;
     IF v_state IS NULL THEN
         RETURN NULL;
+    END IF;
+    IF v_superseded AND v_state = 'queued' THEN
+        -- Cancelled instead when its key went to a newer job (_jobs_unique_key_superseded,
+        -- after the update RETURNING saw).
+        SELECT j.state INTO v_state FROM jobs j WHERE j.id = jobs_fail.id;
     END IF;
     -- Requeued, the job is back in jobs_queued (trigger jobs_queued_sync).
     PERFORM _jobs_claims_release(ARRAY[v_claim]);

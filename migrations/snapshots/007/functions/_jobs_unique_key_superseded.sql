@@ -10,10 +10,14 @@
 --           the key never has two queued jobs. The calls report what happened
 --           (jobs_fail returns 'cancelled'). A superseded job that jobs_retry brought back
 --           and that holds its key again (its key row names it) is queued as usual.
---           Fires only for keyed jobs with superseded_by set (the trigger's WHEN).
+--           Fires only for keyed jobs with superseded_by set (the trigger's WHEN), after the
+--           update that queued the job, which it then cancels in the same statement (so the
+--           job is never seen queued outside it). An AFTER trigger on purpose: a BEFORE
+--           UPDATE row trigger makes PostgreSQL lock every updated row of jobs first, whatever
+--           its WHEN says, a WAL record (about 54 bytes) for each claim and completion.
 -- Locks:    none beyond the job's row, which the caller holds: a replace moves the key only
 --           while holding that row too, so the two cannot pass each other.
--- States:   running -> cancelled instead of running -> queued.
+-- States:   running -> queued -> cancelled, in the caller's statement.
 -- Time:     now() (transaction start).
 CREATE OR REPLACE FUNCTION _jobs_unique_key_superseded()
 RETURNS trigger
@@ -24,13 +28,15 @@ AS $$
 BEGIN
     IF NOT EXISTS (SELECT FROM jobs_unique_keys k
                    WHERE k.queue = NEW.queue AND k.unique_key = NEW.unique_key AND k.id = NEW.id) THEN
-        NEW.state := 'cancelled';
-        NEW.finished_at := now();
-        NEW.last_error := format('superseded by job %s', NEW.superseded_by);
-        NEW.errors := _jobs_errors_append(NEW.errors, jsonb_build_object('attempt', NEW.attempts, 'at', now(),
-                                                                         'error', NEW.last_error));
+        UPDATE jobs j
+        SET state = 'cancelled',
+            finished_at = now(),
+            last_error = format('superseded by job %s', j.superseded_by),
+            errors = _jobs_errors_append(j.errors, jsonb_build_object('attempt', j.attempts, 'at', now(),
+                                                                      'error', format('superseded by job %s', j.superseded_by)))
+        WHERE j.id = NEW.id AND j.state = 'queued';
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END;
 $$;
 
@@ -39,7 +45,7 @@ COMMENT ON FUNCTION _jobs_unique_key_superseded() IS
 
 DROP TRIGGER IF EXISTS jobs_unique_key_superseded ON jobs;
 CREATE TRIGGER jobs_unique_key_superseded
-    BEFORE UPDATE OF state ON jobs
+    AFTER UPDATE OF state ON jobs
     FOR EACH ROW
     WHEN (NEW.superseded_by IS NOT NULL AND NEW.unique_key IS NOT NULL
           AND OLD.state = 'running' AND NEW.state = 'queued')
