@@ -301,6 +301,7 @@ COMMENT ON TABLE jobs_topic_subscriptions IS
 {{ template "snapshots/007/functions/_jobs_parent_results.sql" . }}
 {{ template "snapshots/007/functions/_jobs_claim_take.sql" . }}
 {{ template "snapshots/007/functions/_jobs_claim_limited.sql" . }}
+{{ template "snapshots/007/functions/_jobs_claim_unkeyed.sql" . }}
 {{ template "snapshots/007/functions/jobs_claim.sql" . }}
 {{ template "snapshots/007/functions/jobs_complete.sql" . }}
 {{ template "snapshots/007/functions/jobs_complete_many.sql" . }}

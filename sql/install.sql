@@ -38,6 +38,7 @@
 {{ template "functions/_jobs_parent_results.sql" . }}
 {{ template "functions/_jobs_claim_take.sql" . }}
 {{ template "functions/_jobs_claim_limited.sql" . }}
+{{ template "functions/_jobs_claim_unkeyed.sql" . }}
 {{ template "functions/jobs_claim.sql" . }}
 {{ template "functions/jobs_complete.sql" . }}
 {{ template "functions/jobs_complete_many.sql" . }}

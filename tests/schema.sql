@@ -206,19 +206,9 @@ DECLARE
     v_up          integer;
     v_ur          timestamptz;
     v_ui          bigint;
-    v_up0         integer;
-    v_ur0         timestamptz;
-    v_ui0         bigint;
-    v_seen        bigint;
-    v_lp          integer;
-    v_lr          timestamptz;
-    v_li          bigint;
     v_found       tid[];
-    v_step        integer;
-    -- A fair claim stops after this many keys that gave it nothing; a fair queue's look for
-    -- jobs without a key goes this many ready jobs further per claim.
+    -- A fair claim stops after this many keys that gave it nothing.
     c_idle_keys   CONSTANT integer := 1000;
-    c_unkeyed_look CONSTANT integer := 1000;
 BEGIN
     -- The same query twice, because a locking clause cannot be a parameter.
     IF _jobs_claim_limited.skip_locked_queues THEN
@@ -427,65 +417,15 @@ BEGIN
                     END IF;
 
                     IF v_k.key IS NULL THEN
-                        -- Jobs without a key (jobs_ready_idx has no key column, and no index
-                        -- of them exists, so that they cost nothing to enqueue): first among
-                        -- the queue's best (room + taken + 100) ready jobs; when none of those
-                        -- lacks a key and there are more, among the next 1,000 ready jobs
-                        -- from where the previous such look stopped (rr_unkeyed_*, if that
-                        -- is further on), which the queue's row keeps: each claim's look goes
-                        -- on where the last one stopped, back to the front past the last
-                        -- ready job, so a job without a key is found whatever the backlog of
-                        -- keyed jobs ahead of it. A turn that finds none does not look again
-                        -- in this claim.
-                        v_lp := -2147483648;
-                        v_lr := '-infinity';
-                        v_li := -9223372036854775808;
-                        FOR v_step IN 1..2 LOOP
-                            IF v_step = 2 THEN
-                                -- v_lp/v_lr/v_li: where the first look stopped.
-                                IF v_ui IS NOT NULL AND (v_up, v_ur, v_ui) > (v_lp, v_lr, v_li) THEN
-                                    v_lp := v_up;
-                                    v_lr := v_ur;
-                                    v_li := v_ui;
-                                END IF;
-                                v_up0 := v_lp;
-                                v_ur0 := v_lr;
-                                v_ui0 := v_li;
-                            END IF;
-                            SELECT coalesce((array_agg(s.row ORDER BY s.priority, s.run_at, s.id)
-                                             FILTER (WHERE s.concurrency_key IS NULL AND s.id <> ALL (v_ids)))[1:v_room], '{}'),
-                                   count(*),
-                                   (array_agg(s.priority ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
-                                   (array_agg(s.run_at ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
-                                   (array_agg(s.id ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1]
-                            INTO v_found, v_seen, v_lp, v_lr, v_li
-                            FROM (SELECT q2.ctid AS row, q2.id, q2.priority, q2.run_at, q2.concurrency_key
-                                  FROM jobs_queued q2
-                                  WHERE q2.queue = v_q.queue
-                                    AND q2.run_at <= now()
-                                    AND (q2.priority, q2.run_at, q2.id) > (v_lp, v_lr, v_li)
-                                  ORDER BY q2.priority, q2.run_at, q2.id
-                                  LIMIT CASE WHEN v_step = 1 THEN v_room + v_taken + 100 ELSE c_unkeyed_look END) s;
-                            IF v_step = 2 THEN
-                                -- Found: look here again next time (the jobs before them have
-                                -- keys); none: go on after the last job looked at, or from
-                                -- the front when the look reached the last ready job.
-                                IF cardinality(v_found) > 0 THEN
-                                    v_up := v_up0;
-                                    v_ur := v_ur0;
-                                    v_ui := v_ui0;
-                                ELSIF v_seen >= c_unkeyed_look THEN
-                                    v_up := v_lp;
-                                    v_ur := v_lr;
-                                    v_ui := v_li;
-                                ELSE
-                                    v_up := NULL;
-                                    v_ur := NULL;
-                                    v_ui := NULL;
-                                END IF;
-                            END IF;
-                            EXIT WHEN cardinality(v_found) > 0 OR v_seen < v_room + v_taken + 100;
-                        END LOOP;
+                        -- Jobs without a key: first among the queue's best (room + taken +
+                        -- 100) ready jobs, then 1,000 further from where the previous claim's
+                        -- look stopped (rr_unkeyed_*, kept by the queue's row), so a job
+                        -- without a key is found whatever the backlog of keyed jobs ahead of
+                        -- it (_jobs_claim_unkeyed). A turn that finds none does not look
+                        -- again in this claim.
+                        SELECT u.kept_priority, u.kept_run_at, u.kept_id, u.rows
+                        INTO v_up, v_ur, v_ui, v_found
+                        FROM _jobs_claim_unkeyed(v_q.queue, v_room, v_room + v_taken + 100, v_ids, v_up, v_ur, v_ui) u;
                         SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                                coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
                         INTO v_krows, v_kids, v_kpris, v_kruns
@@ -762,61 +702,18 @@ BEGIN
         ELSE
             -- The queue's best (v_budget + 100) ready jobs; when none of them lacks a key and
             -- there are more (keys held back fill them), the next 1,000 from where the
-            -- previous such look stopped, as a fair queue's turn does (rr_unkeyed_*), so that
-            -- jobs without a key behind a held-back backlog are found all the same.
-            v_up := v_q.rr_unkeyed_priority;
-            v_ur := v_q.rr_unkeyed_run_at;
-            v_ui := v_q.rr_unkeyed_id;
-            v_lp := -2147483648;
-            v_lr := '-infinity';
-            v_li := -9223372036854775808;
-            FOR v_step IN 1..2 LOOP
-                IF v_step = 2 THEN
-                    IF v_ui IS NOT NULL AND (v_up, v_ur, v_ui) > (v_lp, v_lr, v_li) THEN
-                        v_lp := v_up;
-                        v_lr := v_ur;
-                        v_li := v_ui;
-                    END IF;
-                    v_up0 := v_lp;
-                    v_ur0 := v_lr;
-                    v_ui0 := v_li;
-                END IF;
-                SELECT coalesce((array_agg(s.row ORDER BY s.priority, s.run_at, s.id)
-                                 FILTER (WHERE s.concurrency_key IS NULL))[1:v_room], '{}'),
-                       count(*),
-                       (array_agg(s.priority ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
-                       (array_agg(s.run_at ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
-                       (array_agg(s.id ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1]
-                INTO v_found, v_seen, v_lp, v_lr, v_li
-                FROM (SELECT q2.ctid AS row, q2.id, q2.priority, q2.run_at, q2.concurrency_key
-                      FROM jobs_queued q2
-                      WHERE q2.queue = v_q.queue
-                        AND q2.run_at <= now()
-                        AND (q2.priority, q2.run_at, q2.id) > (v_lp, v_lr, v_li)
-                      ORDER BY q2.priority, q2.run_at, q2.id
-                      LIMIT CASE WHEN v_step = 1 THEN v_budget + 100 ELSE c_unkeyed_look END) s;
-                IF v_step = 2 THEN
-                    IF cardinality(v_found) > 0 THEN
-                        v_up := v_up0;
-                        v_ur := v_ur0;
-                        v_ui := v_ui0;
-                    ELSIF v_seen >= c_unkeyed_look THEN
-                        v_up := v_lp;
-                        v_ur := v_lr;
-                        v_ui := v_li;
-                    ELSE
-                        v_up := NULL;
-                        v_ur := NULL;
-                        v_ui := NULL;
-                    END IF;
-                    IF (v_up, v_ur, v_ui) IS DISTINCT FROM (v_q.rr_unkeyed_priority, v_q.rr_unkeyed_run_at, v_q.rr_unkeyed_id) THEN
-                        UPDATE jobs_queues q
-                        SET rr_unkeyed_priority = v_up, rr_unkeyed_run_at = v_ur, rr_unkeyed_id = v_ui
-                        WHERE q.queue = v_q.queue;
-                    END IF;
-                END IF;
-                EXIT WHEN cardinality(v_found) > 0 OR v_seen < v_budget + 100;
-            END LOOP;
+            -- previous claim's look stopped, as a fair queue's turn does
+            -- (_jobs_claim_unkeyed), so that jobs without a key behind a held-back backlog are
+            -- found all the same.
+            SELECT u.kept_priority, u.kept_run_at, u.kept_id, u.rows
+            INTO v_up, v_ur, v_ui, v_found
+            FROM _jobs_claim_unkeyed(v_q.queue, v_room, v_budget + 100, '{}', v_q.rr_unkeyed_priority,
+                                     v_q.rr_unkeyed_run_at, v_q.rr_unkeyed_id) u;
+            IF (v_up, v_ur, v_ui) IS DISTINCT FROM (v_q.rr_unkeyed_priority, v_q.rr_unkeyed_run_at, v_q.rr_unkeyed_id) THEN
+                UPDATE jobs_queues q
+                SET rr_unkeyed_priority = v_up, rr_unkeyed_run_at = v_ur, rr_unkeyed_id = v_ui
+                WHERE q.queue = v_q.queue;
+            END IF;
             SELECT coalesce(array_agg(c.row), '{}'), coalesce(array_agg(c.id), '{}'),
                    coalesce(array_agg(c.priority), '{}'), coalesce(array_agg(c.run_at), '{}')
             INTO v_urows, v_uids, v_upris, v_uruns
@@ -1008,6 +905,76 @@ END;
 $$;
 
 COMMENT ON FUNCTION skiplock._jobs_claim_take(worker text, lease interval, rows tid[]) IS 'skiplock (private): deletes the picked jobs_queued rows and leases their jobs, recording the claim in jobs_claims.';
+
+CREATE FUNCTION skiplock._jobs_claim_unkeyed(queue text, max_jobs integer, front integer, passed bigint[], INOUT kept_priority integer, INOUT kept_run_at timestamp with time zone, INOUT kept_id bigint, OUT rows tid[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'skiplock', 'pg_temp'
+    SET enable_bitmapscan TO 'off'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    -- Where the current look starts, and the last job it looked at.
+    v_start_priority integer     := -2147483648;
+    v_start_run_at   timestamptz := '-infinity';
+    v_start_id       bigint      := -9223372036854775808;
+    v_last_priority  integer;
+    v_last_run_at    timestamptz;
+    v_last_id        bigint;
+    v_seen           bigint;
+    c_look           CONSTANT integer := 1000;
+BEGIN
+    FOR v_step IN 1..2 LOOP
+        IF v_step = 2 THEN
+            -- From where look 1 stopped, or from the kept position if that is further on.
+            v_start_priority := v_last_priority;
+            v_start_run_at := v_last_run_at;
+            v_start_id := v_last_id;
+            IF _jobs_claim_unkeyed.kept_id IS NOT NULL
+               AND (_jobs_claim_unkeyed.kept_priority, _jobs_claim_unkeyed.kept_run_at, _jobs_claim_unkeyed.kept_id)
+                   > (v_start_priority, v_start_run_at, v_start_id) THEN
+                v_start_priority := _jobs_claim_unkeyed.kept_priority;
+                v_start_run_at := _jobs_claim_unkeyed.kept_run_at;
+                v_start_id := _jobs_claim_unkeyed.kept_id;
+            END IF;
+        END IF;
+        SELECT coalesce((array_agg(s.row ORDER BY s.priority, s.run_at, s.id)
+                         FILTER (WHERE s.concurrency_key IS NULL AND s.id <> ALL (_jobs_claim_unkeyed.passed)))
+                        [1:_jobs_claim_unkeyed.max_jobs], '{}'),
+               count(*),
+               (array_agg(s.priority ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+               (array_agg(s.run_at ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1],
+               (array_agg(s.id ORDER BY s.priority DESC, s.run_at DESC, s.id DESC))[1]
+        INTO rows, v_seen, v_last_priority, v_last_run_at, v_last_id
+        FROM (SELECT q.ctid AS row, q.id, q.priority, q.run_at, q.concurrency_key
+              FROM jobs_queued q
+              WHERE q.queue = _jobs_claim_unkeyed.queue
+                AND q.run_at <= now()
+                AND (q.priority, q.run_at, q.id) > (v_start_priority, v_start_run_at, v_start_id)
+              ORDER BY q.priority, q.run_at, q.id
+              LIMIT CASE WHEN v_step = 1 THEN _jobs_claim_unkeyed.front ELSE c_look END) s;
+        IF v_step = 2 THEN
+            IF cardinality(rows) > 0 THEN
+                kept_priority := v_start_priority;
+                kept_run_at := v_start_run_at;
+                kept_id := v_start_id;
+            ELSIF v_seen >= c_look THEN
+                kept_priority := v_last_priority;
+                kept_run_at := v_last_run_at;
+                kept_id := v_last_id;
+            ELSE
+                kept_priority := NULL;
+                kept_run_at := NULL;
+                kept_id := NULL;
+            END IF;
+        END IF;
+        EXIT WHEN cardinality(rows) > 0 OR v_seen < _jobs_claim_unkeyed.front;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION skiplock._jobs_claim_unkeyed(queue text, max_jobs integer, front integer, passed bigint[], INOUT kept_priority integer, INOUT kept_run_at timestamp with time zone, INOUT kept_id bigint, OUT rows tid[]) IS 'skiplock (private): the ready jobs without a key a key-walking claim may take, from two bounded looks.';
 
 CREATE FUNCTION skiplock._jobs_claims_release(claim_ids bigint[]) RETURNS void
     LANGUAGE plpgsql
@@ -5818,6 +5785,8 @@ REVOKE ALL ON FUNCTION skiplock._jobs_check_fence_arrays(func text, ids bigint[]
 REVOKE ALL ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queues text[], lease interval, skip_locked_queues boolean, freed_queues text[], freed_slots integer[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_claim_take(worker text, lease interval, rows tid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION skiplock._jobs_claim_unkeyed(queue text, max_jobs integer, front integer, passed bigint[], INOUT kept_priority integer, INOUT kept_run_at timestamp with time zone, INOUT kept_id bigint, OUT rows tid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION skiplock._jobs_claims_release(claim_ids bigint[]) FROM PUBLIC;
 

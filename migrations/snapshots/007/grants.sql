@@ -81,6 +81,7 @@ BEGIN
             ('_jobs_claim_limited(text, integer, text[], interval, boolean, text[], integer[])',         '{}'),
             ('_jobs_parent_results(bigint, bigint[])',                                                  '{}'),
             ('_jobs_claim_take(text, interval, tid[])',                                                 '{}'),
+            ('_jobs_claim_unkeyed(text, integer, integer, bigint[], integer, timestamptz, bigint)',      '{}'),
             ('_jobs_claims_release(bigint[])',                                                          '{}'),
             ('_jobs_queued_sync()',                                                                     '{}'),
             ('_jobs_unique_key_sync()',                                                                 '{}'),
