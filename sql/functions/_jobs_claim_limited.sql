@@ -402,7 +402,7 @@ BEGIN
 
                     IF v_k.key IS NULL THEN
                         -- Jobs without a key: first among the queue's best (room + taken +
-                        -- 100) ready jobs, then 1,000 further from where the previous claim's
+                        -- 100) ready jobs, then 1,000 further from where the previous such
                         -- look stopped (rr_unkeyed_*, kept by the queue's row), so a job
                         -- without a key is found whatever the backlog of keyed jobs ahead of
                         -- it (_jobs_claim_unkeyed). A turn that finds none does not look
@@ -686,7 +686,7 @@ BEGIN
         ELSE
             -- The queue's best (v_budget + 100) ready jobs; when none of them lacks a key and
             -- there are more (keys held back fill them), the next 1,000 from where the
-            -- previous claim's look stopped, as a fair queue's turn does
+            -- previous such look stopped, as a fair queue's turn does
             -- (_jobs_claim_unkeyed), so that jobs without a key behind a held-back backlog are
             -- found all the same.
             SELECT u.kept_priority, u.kept_run_at, u.kept_id, u.rows

@@ -8,10 +8,11 @@
 --           are bounded walks of jobs_ready_idx:
 --           1. the queue's best front ready jobs (a job there is found at once, whatever
 --              was kept);
---           2. when none of those lacks a key and there are more, the next 1,000 ready jobs
---              from the kept position (kept_priority, kept_run_at, kept_id; NULL: from where
---              look 1 stopped), or from where look 1 stopped if that is further on.
---           The kept position that comes back is where the next claim's look 2 starts: the
+--           2. when none of those is one to return and look 1 saw all front of them (there
+--              may be more), the next 1,000 ready jobs from the kept position (kept_priority,
+--              kept_run_at, kept_id; NULL: from where look 1 stopped), or from where look 1
+--              stopped if that is further on.
+--           The kept position that comes back is where the next call's look 2 starts: the
 --           start of this one's when it found jobs (the jobs before them have keys), the
 --           last job it looked at when it saw 1,000 without finding any, NULL (the front)
 --           when it reached the last ready job; unchanged when look 2 was not needed. So
