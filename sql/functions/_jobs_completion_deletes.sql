@@ -13,16 +13,21 @@
 -- Time:     read as of the calling statement's snapshot.
 CREATE OR REPLACE FUNCTION _jobs_completion_deletes()
 RETURNS boolean
-LANGUAGE sql
+-- PL/pgSQL, not SQL: a SQL function with a SET clause is not inlined, and its body is parsed
+-- and planned again at every call (PostgreSQL before 18 keeps no plan of it), once per
+-- completion batch; PL/pgSQL keeps the plan for the session.
+LANGUAGE plpgsql
 STABLE
 SET search_path FROM CURRENT
 AS $$
-    SELECT coalesce((SELECT s.done_retention = interval '0' FROM jobs_settings s), false)
+BEGIN
+    RETURN coalesce((SELECT s.done_retention = interval '0' FROM jobs_settings s), false)
        AND NOT EXISTS (
                SELECT FROM pg_catalog.pg_trigger t
                WHERE t.tgrelid = 'jobs'::regclass
                  AND t.tgfoid IN ('pg_catalog."RI_FKey_noaction_del"'::regproc,
                                   'pg_catalog."RI_FKey_restrict_del"'::regproc));
+END;
 $$;
 
 COMMENT ON FUNCTION _jobs_completion_deletes() IS

@@ -502,3 +502,67 @@ func TestSlotReturnNotifies(t *testing.T) {
 	}
 	requirePayloads(t, l.drain(t, b), "q")
 }
+
+// TestLimitedClaimTakesTheBestAcrossQueues: whichever path each requested queue takes
+// (max_running alone, the key walk, a rate limit's log, no limit at all), one claim returns
+// the best max_jobs of what every queue's limits let in, in (priority, run_at, id) order.
+func TestLimitedClaimTakesTheBestAcrossQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	enqueue := func(queue, key string, priorities ...int) {
+		t.Helper()
+		for _, p := range priorities {
+			mustExec(t, b.Conn, "SELECT jobs_enqueue('k', queue => $1, priority => $2, concurrency_key => nullif($3, ''))",
+				queue, p, key)
+		}
+	}
+	check := func(name string, got []claimedJob, want ...string) {
+		t.Helper()
+		var seen []string
+		for _, j := range got {
+			seen = append(seen, fmt.Sprintf("%s%d", j.Queue, j.Priority))
+		}
+		if fmt.Sprint(seen) != fmt.Sprint(want) {
+			t.Fatalf("%s: claimed %v, want %v", name, seen, want)
+		}
+	}
+
+	// Two limited queues: a by max_running (4 of its 5 jobs let in), b by per_key (2 of the
+	// key's 3): the best 5 of those 6.
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('a', 4), jobs_set_concurrency('b', NULL, 2)")
+	enqueue("a", "", 9, 7, 5, 3, 1)
+	enqueue("b", "k", 6, 4, 2)
+	check("a and b", claim(t, b.Conn, "w", 5, []string{"a", "b"}, "1 minute"), "a1", "b2", "a3", "b4", "a5")
+
+	// One rate-limited queue: 3 starts an hour, logged.
+	mustExec(t, b.Conn, "SELECT jobs_set_rate_limit('r', 3, '1 hour')")
+	enqueue("r", "", 3, 1, 2, 0)
+	check("r", claim(t, b.Conn, "w", 10, []string{"r"}, "1 minute"), "r0", "r1", "r2")
+	if n := queryOne[int64](t, b.Conn, "SELECT count(*) FROM jobs_queue_starts WHERE queue = 'r'"); n != 3 {
+		t.Fatalf("%d starts of r logged, want 3", n)
+	}
+	check("r again", claim(t, b.Conn, "w", 10, []string{"r"}, "1 minute"))
+
+	// A limited queue beside one without limits.
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('c', 2)")
+	enqueue("c", "", 5, 4, 1)
+	enqueue("u", "", 6, 3, 2)
+	check("c and u", claim(t, b.Conn, "w", 4, []string{"c", "u"}, "1 minute"), "c1", "u2", "u3", "c4")
+
+	// jobs_complete_and_claim of one limited queue: its jobs in claim order.
+	mustExec(t, b.Conn, "SELECT jobs_set_concurrency('d', 3)")
+	enqueue("d", "", 5, 4, 3, 2, 1)
+	rows, err := b.Conn.Query(t.Context(),
+		"SELECT queue, priority FROM jobs_complete_and_claim('w', '{}', '{}', 10, '{d}') WHERE id IS NOT NULL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimedJob, error) {
+		var j claimedJob
+		return j, r.Scan(&j.Queue, &j.Priority)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("d", got, "d1", "d2", "d3")
+}
