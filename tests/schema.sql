@@ -158,6 +158,7 @@ CREATE FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, queu
     SET enable_bitmapscan TO 'off'
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
+    SET plan_cache_mode TO 'auto'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -856,6 +857,7 @@ COMMENT ON FUNCTION skiplock._jobs_claim_limited(worker text, max_jobs integer, 
 CREATE FUNCTION skiplock._jobs_claim_take(worker text, lease interval, rows tid[]) RETURNS SETOF skiplock.jobs_claimed
     LANGUAGE plpgsql
     SET search_path TO 'skiplock', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -2344,6 +2346,7 @@ CREATE FUNCTION skiplock.jobs_claim(worker text, max_jobs integer DEFAULT 1, que
     SET enable_bitmapscan TO 'off'
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -2632,6 +2635,7 @@ COMMENT ON FUNCTION skiplock.jobs_complete_and_claim(worker text, ids bigint[], 
 CREATE FUNCTION skiplock.jobs_complete_many(ids bigint[], attempts integer[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'skiplock', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_column
 DECLARE

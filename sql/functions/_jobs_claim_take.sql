@@ -24,6 +24,10 @@ CREATE OR REPLACE FUNCTION _jobs_claim_take(
 RETURNS SETOF jobs_claimed
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- One plan for claims of every size (as jobs_complete_many): otherwise its statement is planned
+-- anew at many calls, 0.4 ms each. Rows are found by ctid and jobs by jobs_pkey, whatever the
+-- arrays hold.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE

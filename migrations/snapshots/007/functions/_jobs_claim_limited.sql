@@ -142,6 +142,9 @@ SET enable_seqscan = off
 -- costed at 1e10, far above jit_above_cost, so every call would JIT-compile its statements
 -- (about 100 ms each time where JIT is available).
 SET jit = off
+-- Custom plans where they cost less (the default; jobs_claim, which calls it, forces generic
+-- plans for its own statements): the key walk's statements depend on the queue's settings.
+SET plan_cache_mode = auto
 AS $$
 #variable_conflict use_column
 DECLARE
