@@ -1,5 +1,6 @@
 // Package isolation runs the concurrency specs from go test: each specs/NAME.spec, run by
-// PostgreSQL's isolationtester, must print exactly expected/NAME.out.
+// PostgreSQL's isolationtester, must print exactly expected/NAME.out or one of its alternatives
+// (expected/NAME_1.out to NAME_9.out: another order of completion the spec allows).
 //
 // The work is done by the runner script (tests/isolation/run), the same one CI and
 // developers call without Go. This file only supplies a fresh database per spec and the
