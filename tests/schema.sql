@@ -2352,6 +2352,8 @@ CREATE FUNCTION skiplock.jobs_claim(worker text, max_jobs integer DEFAULT 1, que
 DECLARE
     -- The jobs_queued rows picked, locked until the transaction ends.
     v_rows tid[];
+    -- A requested queue is paused, limited or shaped.
+    v_limited boolean;
 BEGIN
     IF jobs_claim.worker IS NULL OR jobs_claim.worker = '' OR octet_length(jobs_claim.worker) > 200 THEN
         PERFORM _jobs_invalid('jobs_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
@@ -2370,13 +2372,22 @@ BEGIN
         PERFORM _jobs_invalid('jobs_claim', 'lease', 'must be a positive interval of at most 100 years');
     END IF;
 
-    -- The fast path's only cost: queues without settings have no row here.
-    IF EXISTS (
-        SELECT FROM jobs_queues q
-        WHERE (jobs_claim.queues IS NULL OR q.queue = ANY (jobs_claim.queues))
-          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
-               OR q.fair OR q.ordered)
-    ) THEN
+    -- The fast path's only cost: queues without settings have no row here. Two statements, so
+    -- that the one plan each keeps (see plan_cache_mode above) probes jobs_queues_pkey for the
+    -- queues named (a plan for both cases would read every row of jobs_queues).
+    IF jobs_claim.queues IS NULL THEN
+        v_limited := EXISTS (
+            SELECT FROM jobs_queues q
+            WHERE q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                  OR q.fair OR q.ordered);
+    ELSE
+        v_limited := EXISTS (
+            SELECT FROM jobs_queues q
+            WHERE q.queue = ANY (jobs_claim.queues)
+              AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                   OR q.fair OR q.ordered));
+    END IF;
+    IF v_limited THEN
         RETURN QUERY
         SELECT * FROM _jobs_claim_limited(jobs_claim.worker, jobs_claim.max_jobs, jobs_claim.queues, jobs_claim.lease);
         RETURN;

@@ -23,8 +23,9 @@
 --           ordered queue runs the jobs of a key one at a time in id order (see
 --           _jobs_claim_limited). When no requested queue (queues NULL: no queue at all)
 --           has a row in jobs_queues that pauses, limits or shapes it, the claim is what it was
---           before flow control: one probe of the tiny jobs_queues table, then one ordered
---           range scan of jobs_ready_idx per queue. Settings committed while a claim runs
+--           before flow control: one probe of jobs_queues (its primary key, per queue named;
+--           queues NULL reads its rows, one per queue with settings), then one ordered range
+--           scan of jobs_ready_idx per queue. Settings committed while a claim runs
 --           bind the claims that start after it. A claim in a REPEATABLE READ or SERIALIZABLE
 --           transaction sees jobs_queues as of its snapshot: settings committed after the
 --           snapshot do not bind it (call it in autocommit or READ COMMITTED).
@@ -70,15 +71,18 @@ SET enable_seqscan = off
 SET jit = off
 -- One plan per statement for every call: with the plans' cost depending on the arguments
 -- (how many queues, max_jobs), PostgreSQL would otherwise plan the probe of jobs_queues and
--- the pick anew at each call, 0.16 ms together, a tenth of a claim of 100. The plans above
--- (ordered range scans of jobs_ready_idx) are what every argument gets anyway.
--- _jobs_claim_limited sets its own.
+-- the pick anew at each call, 0.16 ms together, a tenth of a claim of 100. Each statement is
+-- written so that its one plan is the one every argument would get: ordered range scans of
+-- jobs_ready_idx, and the probe split by whether queues is NULL. _jobs_claim_limited sets
+-- its own.
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
     -- The jobs_queued rows picked, locked until the transaction ends.
     v_rows tid[];
+    -- A requested queue is paused, limited or shaped.
+    v_limited boolean;
 BEGIN
     IF jobs_claim.worker IS NULL OR jobs_claim.worker = '' OR octet_length(jobs_claim.worker) > 200 THEN
         PERFORM _jobs_invalid('jobs_claim', 'worker', 'must be a non-empty string of at most 200 bytes');
@@ -97,13 +101,22 @@ BEGIN
         PERFORM _jobs_invalid('jobs_claim', 'lease', 'must be a positive interval of at most 100 years');
     END IF;
 
-    -- The fast path's only cost: queues without settings have no row here.
-    IF EXISTS (
-        SELECT FROM jobs_queues q
-        WHERE (jobs_claim.queues IS NULL OR q.queue = ANY (jobs_claim.queues))
-          AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
-               OR q.fair OR q.ordered)
-    ) THEN
+    -- The fast path's only cost: queues without settings have no row here. Two statements, so
+    -- that the one plan each keeps (see plan_cache_mode above) probes jobs_queues_pkey for the
+    -- queues named (a plan for both cases would read every row of jobs_queues).
+    IF jobs_claim.queues IS NULL THEN
+        v_limited := EXISTS (
+            SELECT FROM jobs_queues q
+            WHERE q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                  OR q.fair OR q.ordered);
+    ELSE
+        v_limited := EXISTS (
+            SELECT FROM jobs_queues q
+            WHERE q.queue = ANY (jobs_claim.queues)
+              AND (q.paused OR q.max_running IS NOT NULL OR q.per_key IS NOT NULL OR q.max_starts IS NOT NULL
+                   OR q.fair OR q.ordered));
+    END IF;
+    IF v_limited THEN
         RETURN QUERY
         SELECT * FROM _jobs_claim_limited(jobs_claim.worker, jobs_claim.max_jobs, jobs_claim.queues, jobs_claim.lease);
         RETURN;
