@@ -97,14 +97,14 @@ func waitOnce(ctx context.Context, db *pgxpool.Pool, id int64) (*JobResult, erro
 		if listening {
 			uctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 			defer cancel()
-			if _, err := conn.Exec(uctx, "UNLISTEN "+finishedChannel); err != nil {
+			if _, err := conn.Exec(uctx, unlistenFinishedSQL); err != nil {
 				_ = conn.Conn().Close(uctx)
 			}
 		}
 		conn.Release()
 	}()
 	// LISTEN before the first read: a finish committed after the read is then heard.
-	if _, err := conn.Exec(ctx, "LISTEN "+finishedChannel); err != nil {
+	if _, err := conn.Exec(ctx, listenFinishedSQL); err != nil {
 		return nil, fmt.Errorf("failed to wait for job %d: %w", id, err)
 	}
 	listening = true

@@ -101,6 +101,14 @@ const enqueueWorkflowSQL = `SELECT name, id FROM jobs_enqueue_workflow($1::jsonb
 // payload, when a job enqueued with notify_finished becomes done, dead or cancelled.
 const finishedChannel = "jobs_finished"
 
+// listenFinishedSQL and unlistenFinishedSQL subscribe and unsubscribe a pooled connection
+// waiting for results; UNLISTEN before the connection goes back to the pool, or it would
+// keep hearing every finish.
+const (
+	listenFinishedSQL   = "LISTEN " + finishedChannel
+	unlistenFinishedSQL = "UNLISTEN " + finishedChannel
+)
+
 // jobStateSQL calls jobs_get(id) for the completer, after a completion call that may have
 // committed but whose reply was lost, about the jobs its retry did not complete. Relies on:
 // the job's state and attempts (state done at the attempt the worker held: that call
