@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/skiplock/skiplock/admin"
@@ -23,11 +22,7 @@ import (
 // DB is what the handler queries: a *pgxpool.Pool satisfies it. Each action runs its
 // statements outside any transaction of the handler's, so a loop over jobs_retry_many commits
 // after every call, as the SQL API asks.
-type DB interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
+type DB = admin.DB
 
 // Options configure a [Handler]. The zero value is a read-write dashboard at the root path.
 type Options struct {
