@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -213,5 +214,81 @@ func TestReleaseScript(t *testing.T) {
 	next := fmt.Sprintf("migrations/%03d_unreleased.sql", last.schema+2)
 	if !r.exists(next) || r.git("status", "--porcelain", released) != "" {
 		t.Fatalf("a change after the release should open %s and leave %s alone:\n%s", next, released, r.git("status", "--porcelain"))
+	}
+}
+
+// TestReleaseRefusesAnOpenMigrationItDoesNotRelease: a migration after the last release that
+// is not named NNN_unreleased.sql would ship in the release's build without being released
+// (and be amended later), so scripts/new-migration --check and scripts/release refuse it, for
+// migrations/ and migrations/proxy alike, before anything moves.
+func TestReleaseRefusesAnOpenMigrationItDoesNotRelease(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{"migrations", "migrations/proxy"} {
+		t.Run(strings.ReplaceAll(dir, "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			r := newReleaseRepo(t)
+			releases := readReleasesFile(t, filepath.Join(r.dir, "migrations/RELEASED"))
+			last := releases[len(releases)-1]
+			n, flag := last.schema+1, []string{"--check"}
+			if dir == "migrations/proxy" {
+				n, flag = last.proxy+1, []string{"--proxy", "--check"}
+			}
+			open := fmt.Sprintf("%s/%03d_unreleased.sql", dir, n)
+			if !r.exists(open) {
+				t.Skipf("the copy has no open migration %s", open)
+			}
+			renamed := fmt.Sprintf("%s/%03d_storage.sql", dir, n)
+			r.git("mv", open, renamed)
+			r.git("commit", "-q", "-m", "the open migration under another name")
+			if out, err := r.run("scripts/new-migration", flag...); err == nil || !strings.Contains(out, renamed) {
+				t.Errorf("scripts/new-migration %s = %v, want a refusal naming %s:\n%s", strings.Join(flag, " "), err, renamed, out)
+			}
+			out, err := r.run("scripts/release", "v8.0.0")
+			if err == nil || !strings.Contains(out, renamed) {
+				t.Errorf("scripts/release v8.0.0 = %v, want a refusal naming %s:\n%s", err, renamed, out)
+			}
+			if st := r.git("status", "--porcelain"); st != "" || !r.exists(renamed) {
+				t.Errorf("the refused release moved files (%s exists: %v):\n%s", renamed, r.exists(renamed), st)
+			}
+		})
+	}
+}
+
+// TestNewMigrationReinstallsEveryFunctionForASearchPathChange: each function keeps the
+// search_path it was created with, so a change of the preamble alone must create every
+// function again in the open migration, after the new preamble.
+func TestNewMigrationReinstallsEveryFunctionForASearchPathChange(t *testing.T) {
+	t.Parallel()
+	for _, set := range []struct{ sqldir, migdir, field string }{{"sql", "migrations", ""}, {"sql/proxy", "migrations/proxy", "--proxy"}} {
+		t.Run(strings.ReplaceAll(set.migdir, "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			r := newReleaseRepo(t)
+			releases := readReleasesFile(t, filepath.Join(r.dir, "migrations/RELEASED"))
+			last := releases[len(releases)-1]
+			n := last.schema + 1
+			if set.field != "" {
+				n = last.proxy + 1
+			}
+			args := []string{}
+			if set.field != "" {
+				args = append(args, set.field)
+			}
+			r.write(set.sqldir+"/search_path.sql", r.read(set.sqldir+"/search_path.sql")+"-- a preamble change\n")
+			r.must("scripts/new-migration", args...)
+			r.must("scripts/new-migration", append(args, "--check")...)
+			migration := r.read(fmt.Sprintf("%s/%03d_unreleased.sql", set.migdir, n))
+			preamble := fmt.Sprintf(`{{ template "snapshots/%03d/search_path.sql" . }}`, n)
+			at := strings.Index(migration, preamble)
+			if at < 0 {
+				t.Fatalf("the open migration does not install the new preamble %s:\n%s", preamble, migration)
+			}
+			install := r.read(set.sqldir + "/install.sql")
+			for _, m := range regexp.MustCompile(`"(functions/[^"]+\.sql)"`).FindAllStringSubmatch(install, -1) {
+				fn := fmt.Sprintf(`{{ template "snapshots/%03d/%s" . }}`, n, m[1])
+				if i := strings.Index(migration, fn); i < at {
+					t.Errorf("the open migration does not create %s after the preamble", m[1])
+				}
+			}
+		})
 	}
 }

@@ -33,12 +33,12 @@ release_files() {
 		for f in "$dir"/[0-9][0-9][0-9]_*.sql; do
 			[[ -e $f ]] || continue
 			n=$(basename "$f")
-			((10#${n:0:3} <= limit)) && echo "$f"
+			if ((10#${n:0:3} <= limit)); then echo "$f"; fi
 		done
 		for f in "$dir"/snapshots/[0-9][0-9][0-9]; do
 			[[ -e $f ]] || continue
 			n=$(basename "$f")
-			((10#$n <= limit)) && find "$f" -type f
+			if ((10#$n <= limit)); then find "$f" -type f; fi
 		done
 	done | LC_ALL=C sort
 }
