@@ -26,27 +26,43 @@ const releasedCommit = "4fee611"
 
 // releasedDigests pins the sha256 of schemaDigest after migrating a fresh database to each
 // released version, in a dedicated schema (the digest names neither the schema nor the
-// installing role). Released versions never change, so neither may these. Recorded on
-// PostgreSQL 15 by a superuser (the jobs_* roles exist and hold their grants).
+// installing role): every version up to the last release of migrations/RELEASED, no other.
+// Released versions never change, so neither may these. Recorded on PostgreSQL 15 by a
+// superuser (the jobs_* roles exist and hold their grants).
 var releasedDigests = map[int32]string{
 	1: "55c7e9a67c293170c504f0c5d58bb38a9e0143fc5dd04903d3a25534e8a7c52c",
 	2: "20b88dcbab89c46c26b8424c1ef39b41b2679993c80884ecff0d56853797448d",
 	3: "527692a2ddf377f372c637ddc6241c0d4211858625af71a381f22b12ac4ab872",
 	4: "cae34ea01cc143ac72145f5ac6c5e4dc9a7c10c1750cc1d8cdac8da43f31acbd",
 	5: "40f9f5567aa21545b91a81ed3e99761058ac7cb94dc11e317491a6716383d930",
+	6: "6a3a6ae27942ddb6d8e3af9162453a2bd8fa1ae233c7a14054fa77ee7e252953",
 }
 
 // TestRewrittenMigrationsKeepTheirEffect migrates fresh databases one version at a time and
-// compares each version's schema with the pinned digest and, when the repository's history
-// has it, with the schema the migrations as released at releasedCommit leave.
+// compares each released version's schema (migrations/RELEASED) with the pinned digest and,
+// for the versions before the first tag, when the repository's history has it, with the
+// schema the migrations as released at releasedCommit leave.
 func TestRewrittenMigrationsKeepTheirEffect(t *testing.T) {
 	t.Parallel()
 	const schema = "history"
+	releases := readReleases(t)
+	lastReleased := int32(releases[len(releases)-1].schema)
+	var untagged int32 // the versions in use before the first tag, which releasedCommit has
+	for _, r := range releases {
+		if r.name == "untagged" {
+			untagged = int32(r.schema)
+		}
+	}
+	for v := range releasedDigests {
+		if v < 1 || v > lastReleased {
+			t.Errorf("releasedDigests pins version %d, which %s does not release (versions 1 to %d)", v, releaseMarker, lastReleased)
+		}
+	}
 
 	t.Run("DigestsArePinned", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		for v := int32(1); v <= int32(len(releasedDigests)); v++ {
+		for v := int32(1); v <= lastReleased; v++ {
 			migrate(t, b.conn, &skiplock.MigrateOpts{Schema: schema, TargetVersion: v})
 			if v == 3 && !pgtest.QueryOne[bool](t, b.conn, "SELECT count(*) = 3 FROM pg_roles WHERE rolname IN ('jobs_producer', 'jobs_worker', 'jobs_admin')") {
 				t.Skip("the jobs_* roles do not exist (the test database's user lacks CREATEROLE): the pinned digests include their grants")
@@ -55,7 +71,12 @@ func TestRewrittenMigrationsKeepTheirEffect(t *testing.T) {
 			sum := sha256.Sum256([]byte(digest))
 			got := hex.EncodeToString(sum[:])
 			t.Logf("version %d: digest sha256 %s", v, got)
-			if want := releasedDigests[v]; got != want {
+			want, ok := releasedDigests[v]
+			if !ok {
+				t.Errorf("version %d is released (%s) but releasedDigests does not pin its digest: add %d: %q", v, releaseMarker, v, got)
+				continue
+			}
+			if got != want {
 				t.Errorf("version %d: the schema's digest has sha256 %s, want %s: a released migration (or one of the frozen files it installs) changed, or schemaDigest did. The digest:\n%s",
 					v, got, want, digest)
 			}
@@ -66,7 +87,7 @@ func TestRewrittenMigrationsKeepTheirEffect(t *testing.T) {
 		t.Parallel()
 		released := gitMigrations(t, releasedCommit)
 		old, current := setup(t), setup(t)
-		for v := int32(1); v <= int32(len(releasedDigests)); v++ {
+		for v := int32(1); v <= untagged; v++ {
 			opts := &skiplock.MigrateOpts{Schema: schema, TargetVersion: v}
 			if err := skiplock.MigrateFS(t.Context(), old.conn, opts, released); err != nil {
 				t.Fatalf("migrating to %d with the migrations of %s: %v", v, releasedCommit, err)
