@@ -11,10 +11,13 @@ import (
 	"testing"
 )
 
-// sqlStatement matches a string that is a SQL statement or the start of one: its first word
-// after blanks, then a word not ending in a colon (which "LISTEN disabled: polling" of a log
-// message does) or the end of the string ("LISTEN " + a channel's name).
-var sqlStatement = regexp.MustCompile(`(?i)^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|LISTEN|UNLISTEN|NOTIFY|SET|CALL)\s+([^\s:]+(\s|$)|$)`)
+// sqlStatement matches a string that is a SQL statement or the start of one: after blanks,
+// comments and opening parentheses, its first word, then a word not ending in a colon (which
+// "LISTEN disabled: polling" of a log message does) or the end of the string ("LISTEN " + a
+// channel's name).
+var sqlStatement = regexp.MustCompile(`(?i)^(\s|--[^\n]*\n|/\*.*?\*/|\()*` +
+	`(SELECT|INSERT|UPDATE|DELETE|MERGE|WITH|VALUES|SHOW|EXPLAIN|COPY|LISTEN|UNLISTEN|NOTIFY|SET|RESET|CALL|TRUNCATE|DISCARD)` +
+	`\s+([^\s:]+(\s|$)|$)`)
 
 // TestSQLFileListsEveryStatement: sql.go is the driver↔SQL contract, so no other file of the
 // driver writes a statement of its own.
