@@ -5,10 +5,14 @@
 // (jobs_subscribe, jobs_unsubscribe, jobs_subscriptions), workflows (a workflow's steps,
 // jobs_cancel_workflow, a job's outcome with jobs_result), and the metrics read by every
 // /metrics endpoint (jobs_metrics). The skiplock command, the dashboard (package ui) and the
-// Prometheus exporters all go through it, so each function's call and the scanning of its
-// result are written once.
+// Prometheus exporters all go through it, so among the tools each operator function's call
+// and the scanning of its result are written once.
 //
 // The functions' rules (locks, state moves, errors) are those of docs/sql-api.md; this
-// package adds no rule of its own. A worker's calls (claim, complete, fail, heartbeat) are
-// the driver's, not this package's.
+// package adds no rule of its own. A worker's and a producer's calls (claim, complete, fail,
+// heartbeat, enqueue, publish) are the driver's, listed in its sql.go, not this package's;
+// the driver also calls the few functions a service and an operator both need (jobs_result
+// for WaitResult, jobs_schedule for Schedule, jobs_schedule_tick and jobs_maintain for its
+// maintainer), so that a service needs only the driver. The skiplock command's enqueue and topic publish call jobs_enqueue and
+// jobs_publish themselves, with run_at computed from the server's clock (--in).
 package admin
