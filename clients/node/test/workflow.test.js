@@ -1,4 +1,4 @@
-// Workflows (issue 21): parents and children, results, wait, steps and progress.
+// Workflows: parents and children, results, wait, steps and progress.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
