@@ -292,3 +292,21 @@ func TestNewMigrationReinstallsEveryFunctionForASearchPathChange(t *testing.T) {
 		})
 	}
 }
+
+// TestNewMigrationRefusesAMigrationTernLoadsButItDoesNotSee: tern loads every migrations/*.sql
+// named \A(\d+)_.+\.sql\z (and skiplock embeds migrations/*.sql), while the scripts and the
+// release sums read three-digit numbers: a migration named 8_extra.sql after the open 007
+// would be migration 8 of the build yet missing from the release's sum, so
+// scripts/new-migration (and with it scripts/release) refuses it.
+func TestNewMigrationRefusesAMigrationTernLoadsButItDoesNotSee(t *testing.T) {
+	t.Parallel()
+	r := newReleaseRepo(t)
+	releases := readReleasesFile(t, filepath.Join(r.dir, "migrations/RELEASED"))
+	extra := fmt.Sprintf("migrations/%d_extra.sql", releases[len(releases)-1].schema+2)
+	r.write(extra, "-- an extra migration\nCREATE TABLE jobs_extra (id int);\n")
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "an extra migration under a short number")
+	if out, err := r.run("scripts/new-migration", "--check"); err == nil || !strings.Contains(out, extra) {
+		t.Errorf("scripts/new-migration --check = %v, want a refusal naming %s (tern loads it):\n%s", err, extra, out)
+	}
+}

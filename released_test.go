@@ -151,6 +151,13 @@ func TestReleasedMigrationsAreFrozen(t *testing.T) {
 	}
 	last := releases[len(releases)-1]
 	for dir, released := range map[string]int{"migrations": last.schema, "migrations/proxy": last.proxy} {
+		// tern runs any NUMBER_NAME.sql; the sums and the scripts read three-digit numbers.
+		all, _ := filepath.Glob(dir + "/[0-9]*_*.sql")
+		for _, name := range all {
+			if !regexp.MustCompile(`^[0-9]{3}_`).MatchString(filepath.Base(name)) {
+				t.Errorf("%s: tern runs it as a migration, but migrations are numbered with three digits (NNN_name.sql): fold it into the open migration", name)
+			}
+		}
 		names, _ := filepath.Glob(dir + "/[0-9][0-9][0-9]_*.sql")
 		snaps, _ := filepath.Glob(dir + "/snapshots/[0-9][0-9][0-9]")
 		for _, name := range append(names, snaps...) {

@@ -15,9 +15,9 @@ import (
 // comments and opening parentheses, its first word, then a word not ending in a colon (which
 // "LISTEN disabled: polling" of a log message does) or the end of the string ("LISTEN " + a
 // channel's name).
-var sqlStatement = regexp.MustCompile(`(?i)^(\s|--[^\n]*\n|/\*.*?\*/|\()*` +
+var sqlStatement = regexp.MustCompile(`(?is)^(\s|--[^\n]*\n|/\*.*?\*/|\()*` +
 	`(SELECT|INSERT|UPDATE|DELETE|MERGE|WITH|VALUES|SHOW|EXPLAIN|COPY|LISTEN|UNLISTEN|NOTIFY|SET|RESET|CALL|TRUNCATE|DISCARD)` +
-	`\s+([^\s:]+(\s|$)|$)`)
+	`\s+(\S*[^\s:](\s|$)|$)`)
 
 // TestSQLFileListsEveryStatement: sql.go is the driver↔SQL contract, so no other file of the
 // driver writes a statement of its own.
@@ -56,5 +56,27 @@ func TestSQLFileListsEveryStatement(t *testing.T) {
 	}
 	if found < 10 {
 		t.Fatalf("sql.go holds %d statements: is the pattern still finding them?", found)
+	}
+}
+
+// TestSQLStatementPatternFindsCasts: statements whose first word after the keyword holds a
+// cast (sql.go's own "SELECT state::text, ... FROM jobs_get($1)") or that follow a comment
+// spanning lines are statements too, and a log message is not.
+func TestSQLStatementPatternFindsCasts(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"SELECT state::text, attempts FROM jobs_get($1)",
+		"SELECT $1::bigint",
+		"SELECT count(*)::int FROM jobs",
+		"/* a comment\n   on two lines */ SELECT 1",
+	} {
+		if !sqlStatement.MatchString(s) {
+			t.Errorf("sqlStatement does not match %q", s)
+		}
+	}
+	for _, s := range []string{"LISTEN disabled: polling every 1s", "listening for wake-ups on jobs_ready"} {
+		if sqlStatement.MatchString(s) {
+			t.Errorf("sqlStatement matches the log message %q", s)
+		}
 	}
 }
