@@ -162,7 +162,10 @@ func TestClaimAhead(t *testing.T) {
 		}
 	})
 
-	// Two clients with claim-ahead on one queue both get work, and each job runs once.
+	// Two clients with claim-ahead on one queue both get work, and each job runs once. Each
+	// client holds at most 12 jobs (4 slots, 8 ahead) of the 300, which take 10 ms each: the
+	// drain lasts long enough (about 0.4 s with both) that a client slow to wake on a loaded
+	// machine still gets its share (with 2 ms jobs one client got 12 of 300 in a -race CI run).
 	t.Run("TwoClientsBothGetWork", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -175,7 +178,7 @@ func TestClaimAhead(t *testing.T) {
 				ran[i].Add(1)
 				v, _ := runs.LoadOrStore(job.ID, new(atomic.Int32))
 				v.(*atomic.Int32).Add(1)
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond)
 				return nil
 			}, nil)
 			cfg := baseConfig(b, hs, map[string]driver.QueueConfig{"default": {Slots: 4, ClaimAhead: 8}})
