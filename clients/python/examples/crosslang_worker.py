@@ -36,11 +36,11 @@ def main() -> int:
         return 2
     url, queue, name, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     logging.basicConfig(level=logging.WARNING, format=f"{name}: %(message)s")
-    with psycopg.connect(url, autocommit=True) as conn:
-        try:
-            conn.execute(CREATE)
-        except psycopg.errors.UniqueViolation:
-            pass  # another worker created it at the same moment
+    with psycopg.connect(url) as conn, conn.transaction():
+        # Workers started together would race in CREATE TABLE IF NOT EXISTS (a unique violation
+        # or "type already exists"): the lock lets one create it and the others see it.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('crosslang_effects'))")
+        conn.execute(CREATE)
 
     client = skiplock.Client(url)
     local = threading.local()
